@@ -1,0 +1,119 @@
+"""The `itarcore` command line.
+
+Every read command takes ``--json``. Exit codes: 0 ok, 1 findings, 2 unusable input
+or usage. Errors print one line to stderr, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, Sequence
+
+from .. import __version__
+from ..errors import ItarError
+from ..formats import FORMAT_NAMES, detect_format
+
+EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
+
+# Each module registers its subcommands with register(subparsers) and, when it
+# owns a format, answers `info` with info(path, args) -> dict and info_text(dict) -> str.
+COMMAND_MODULES = ("taridx", "taco", "kastore", "tbl", "convert")
+INFO_MODULES = {"taridx": "taridx", "taco": "taco", "kastore": "kastore", "tbl": "tbl"}
+
+
+class UsageError(ItarError):
+    """Bad command-line use (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other error
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_UNUSABLE)
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(f".{name}", __name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="itarcore",
+        description="Inspect, build and check TARIDX, TACO, kastore and TBL files.",
+        epilog="Exit codes: 0 ok, 1 findings, 2 unusable input or usage. "
+        "Run `itarcore COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"itarcore {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    info = sub.add_parser(
+        "info",
+        help="show the format (detected by magic) and header of any supported file",
+        description="Show the detected format and header fields of a TARIDX, TACO, kastore or TBL file.",
+    )
+    info.add_argument("file", help="file to describe")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.add_argument("--store", type=int, default=0, metavar="N", help="kastore: which store of a multi-store file (default 0)")
+    info.set_defaults(func=_cmd_info)
+
+    for name in COMMAND_MODULES:
+        _module(name).register(sub)
+    return parser
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    fmt = detect_format(args.file)
+    if fmt not in INFO_MODULES:
+        what = FORMAT_NAMES.get(fmt or "", "unrecognised data")
+        raise UsageError(f"{args.file}: not a TARIDX, TACO, kastore or TBL file ({what})")
+    module = _module(INFO_MODULES[fmt])
+    data = module.info(args.file, args)
+    if args.json:
+        print_json(data)
+    else:
+        print(module.info_text(data))
+    return EXIT_OK
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def print_json_lines(objs: Any) -> None:
+    write = sys.stdout.write
+    for obj in objs:
+        write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except ItarError as exc:
+        print(f"itarcore: error: {exc}", file=sys.stderr)
+    except FileNotFoundError as exc:
+        print(f"itarcore: error: {exc.filename}: no such file", file=sys.stderr)
+    except IsADirectoryError as exc:
+        print(f"itarcore: error: {exc.filename}: is a directory", file=sys.stderr)
+    except PermissionError as exc:
+        print(f"itarcore: error: {exc.filename}: permission denied", file=sys.stderr)
+    except OSError as exc:
+        print(f"itarcore: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("itarcore: interrupted", file=sys.stderr)
+        return 130
+    return EXIT_UNUSABLE
+
+
+def entry_point() -> None:
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `itarcore rows X | head`
+        sys.stderr.close()
+        code = EXIT_OK
+    raise SystemExit(code)
