@@ -1,8 +1,8 @@
 """Format-specific extra views, kept apart from the format-neutral main window.
 
 The main window shows every Document the same way (header, hex, tables, preview).
-A format may add panels: ``PANEL_MODULES`` maps a format name to a module under
-``app.views`` whose ``PANELS`` list holds :class:`FormatPanel` subclasses. The main
+A format may add panels: ``PANEL_MODULES`` maps a format name to modules under
+``app.views`` whose ``PANELS`` lists hold :class:`FormatPanel` subclasses. The main
 window docks each as a tab and connects its signals.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QWidget
 
 from itarcore.document import Document
 
-PANEL_MODULES: dict[str, str] = {
-    "taridx": "app.views.samples_panel",
-    "kastore": "app.views.kastore_panel",
-    "taco": "app.views.taco_panel",
-    "tbl": "app.views.tbl_panel",
+PANEL_MODULES: dict[str, list[str]] = {
+    "taridx": ["app.views.samples_panel", "app.views.plots_panel", "app.views.audit_panel"],
+    "kastore": ["app.views.kastore_panel"],
+    "taco": ["app.views.taco_panel"],
+    "tbl": ["app.views.tbl_panel"],
 }
 
 
@@ -43,13 +43,13 @@ class FormatPanel(QWidget):
 
 
 def panels_for(document: Document) -> list[type[FormatPanel]]:
-    name = PANEL_MODULES.get(document.format)
-    if name is None:
-        return []
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return []
-        raise
-    return list(getattr(module, "PANELS", []))
+    panels: list[type[FormatPanel]] = []
+    for name in PANEL_MODULES.get(document.format, []):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # that panel is not built (yet); the rest still show
+                continue
+            raise
+        panels.extend(getattr(module, "PANELS", []))
+    return panels

@@ -109,6 +109,11 @@ class Table:
     payload: Callable[[int], Payload] | None = None
     payload_available: Callable[[int], bool] | None = None
     byte_range: Callable[[int], tuple[int, int]] | None = None  # (offset, size) in the file
+    # exact key search, e.g. a stem through xxh64 + crash table -> matching row indices
+    lookup: Callable[[str], np.ndarray] | None = None
+    lookup_label: str = ""  # e.g. "stem"
+    # a row that stands for rows of another table (an extension -> its rows): (table name, rows)
+    drill: Callable[[int], tuple[str, np.ndarray]] | None = None
     description: str = ""
 
     def column(self, title: str) -> Column:
