@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -289,7 +290,7 @@ _CHUNK = 1 << 20
 def _write_zip(raw, files, sizes, reporter: ProgressReporter) -> None:  # type: ignore[no-untyped-def]
     writer = _SparseWriter(raw)
     with zipfile.ZipFile(writer, "w", zipfile.ZIP_STORED) as zf:
-        header = zipfile.ZipInfo(HEADER_NAME, date_time=(1980, 1, 1, 0, 0, 0))
+        header = zipfile.ZipInfo(HEADER_NAME, date_time=time.localtime()[:6])
         header.external_attr = 0o644 << 16
         zf.writestr(header, build_payload([]))  # entries are filled in once offsets are known
         done = 0
