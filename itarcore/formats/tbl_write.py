@@ -1,0 +1,220 @@
+"""TBL v1 and v2 writers (layouts in specs/NOTES.md), streaming and atomic.
+
+The number of samples is given up front, so the data region starts at the known
+``header_size`` and samples stream straight to disk; the index (a small numpy array) and
+the header are written last, then the temp file ``.<name>.tmp-<pid>`` is fsynced and
+renamed over the target. v2 samples are LZ4-compressed (when asked) only when that makes
+them smaller, like turboloader's own writer.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import WriteError
+from .tbl import (
+    ENTRY_COMPRESSED,
+    ENTRY_HAS_METADATA,
+    FILE_COMPRESSED,
+    FILE_HAS_CHECKSUMS,
+    FILE_HAS_METADATA,
+    FORMAT_CODES,
+    MAGIC_V1,
+    MAGIC_V2,
+    META_TYPE_CODES,
+    V1_ENTRY,
+    V1_HEADER_SIZE,
+    V2_ENTRY,
+    V2_HEADER_SIZE,
+)
+from .tbl_crc import crc16_modbus_many
+from .tbl_dims import image_size
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+# file extension (lower case, no dot) -> SampleFormat code, as turboloader's extension_to_format
+EXT_FORMATS = {
+    "jpg": 1, "jpeg": 1, "png": 2, "webp": 3, "bmp": 4, "tif": 5, "tiff": 5, "mp4": 6, "avi": 7,
+}
+_U32_MAX = 0xFFFF_FFFF
+
+
+def format_for_name(name: str) -> int:
+    """SampleFormat code for a member name, by its last extension (0 = UNKNOWN)."""
+    base = name.rsplit("/", 1)[-1]
+    return EXT_FORMATS.get(base.rsplit(".", 1)[-1].lower(), 0) if "." in base else 0
+
+
+def temp_path_for(path: str) -> str:
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.tmp-{os.getpid()}")
+
+
+class TblWriter:
+    """Write ``num_samples`` samples, then :meth:`commit` (or :meth:`abort`). Usable as a context manager."""
+
+    def __init__(self, path: str | os.PathLike[str], num_samples: int, *, version: int = 2,
+                 lz4: bool = False, checksums: bool = True) -> None:
+        if version not in (1, 2):
+            raise WriteError(f"{path}: TBL version must be 1 or 2, not {version}")
+        if version == 1 and lz4:
+            raise WriteError(f"{path}: TBL v1 cannot hold LZ4-compressed samples; use version 2")
+        if num_samples < 0:
+            raise WriteError(f"{path}: negative sample count {num_samples}")
+        self.path = os.fspath(path)
+        self.version, self.num_samples, self.lz4, self.checksums = version, int(num_samples), lz4, checksums
+        self._compress = None
+        if lz4:
+            try:
+                import lz4.block as lz4_block
+            except ImportError:
+                raise WriteError("LZ4 compression needs the optional 'lz4' package "
+                                 "(pip install 'itar-browser[lz4]')") from None
+            self._compress = lz4_block.compress
+        fixed, dtype = (V1_HEADER_SIZE, V1_ENTRY) if version == 1 else (V2_HEADER_SIZE, V2_ENTRY)
+        self.header_size = fixed + dtype.itemsize * self.num_samples
+        if version == 1 and self.header_size > _U32_MAX:
+            raise WriteError(f"{path}: {num_samples} samples need a header_size beyond u32")
+        self.entries = np.zeros(self.num_samples, dtype=dtype)
+        self.count = 0
+        self._pos = self.header_size
+        self._any_metadata = False
+        self._meta = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - kept until commit; small: RAM; large: disk
+        self.temp_path = temp_path_for(self.path)
+        try:
+            self._fh = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit/abort
+            self._fh.seek(self.header_size)
+        except OSError as exc:
+            raise WriteError(f"{self.path}: cannot create {self.temp_path}: {exc}") from exc
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def add(self, data: bytes | memoryview, fmt: int | str, width: int = 0, height: int = 0,
+            metadata: Sequence[tuple[int | str, bytes]] = ()) -> int:
+        """Append one sample (its raw, uncompressed bytes); returns its index."""
+        fmt_code = FORMAT_CODES[fmt] if isinstance(fmt, str) else int(fmt)
+        return self.add_batch([data], np.array([fmt_code]), np.array([width]), np.array([height]),
+                              [list(metadata)] if metadata else None)
+
+    def add_batch(self, datas: Sequence[bytes | memoryview], formats: np.ndarray, widths: np.ndarray | None = None,
+                  heights: np.ndarray | None = None, metadata: Sequence[Sequence[tuple[int | str, bytes]]] | None = None,
+                  ) -> int:
+        """Append many samples at once (CRCs computed together); returns the index of the first."""
+        first, n = self.count, len(datas)
+        if first + n > self.num_samples:
+            raise WriteError(f"{self.path}: more samples than the {self.num_samples} declared")
+        e = self.entries[first : first + n]
+        e["format"] = formats
+        write = self._fh.write
+        stored_sizes = np.empty(n, dtype=np.int64)
+        raw_sizes = np.fromiter((len(d) for d in datas), dtype=np.int64, count=n)
+        if (raw_sizes > _U32_MAX).any():
+            raise WriteError(f"{self.path}: a sample is larger than 4 GiB, which TBL sizes (u32) cannot hold")
+        if self.version == 2:
+            e["uncompressed_size"] = raw_sizes
+            e["width"] = 0 if widths is None else widths
+            e["height"] = 0 if heights is None else heights
+            if self.checksums:
+                e["crc16"] = crc16_modbus_many(datas)
+        flags = np.zeros(n, dtype=np.uint8)
+        for k, data in enumerate(datas):
+            if self._compress is not None and len(data):
+                packed = self._compress(data, store_size=False)
+                if len(packed) < len(data):  # keep the LZ4 block only when it saves space
+                    data = packed
+                    flags[k] |= ENTRY_COMPRESSED
+            stored_sizes[k] = len(data)
+            write(data)
+        e["offset"] = self._pos + np.concatenate(([0], np.cumsum(stored_sizes)[:-1])) if n else 0
+        e["size"] = stored_sizes
+        self._pos += int(stored_sizes.sum())
+        if metadata is not None:
+            for k, blocks in enumerate(metadata):
+                for kind, payload in blocks:
+                    self._add_metadata(first + k, kind, payload)
+                    flags[k] |= ENTRY_HAS_METADATA
+        if self.version == 2:
+            e["flags"] = flags
+        self.count += n
+        return first
+
+    def _add_metadata(self, index: int, kind: int | str, payload: bytes) -> None:
+        if self.version == 1:
+            raise WriteError(f"{self.path}: TBL v1 has no metadata section; use version 2")
+        code = META_TYPE_CODES[kind] if isinstance(kind, str) else int(kind)
+        self._meta.write(struct.pack("<QIHH", index, len(payload), code, 0))
+        self._meta.write(payload)
+        self._any_metadata = True
+
+    def _header(self, metadata_size: int) -> bytes:
+        if self.version == 1:
+            return struct.pack("<4sIQI12x", MAGIC_V1, 1, self.num_samples, self.header_size)
+        flags = (FILE_COMPRESSED if self.lz4 else 0) | (FILE_HAS_CHECKSUMS if self.checksums else 0)
+        flags |= FILE_HAS_METADATA if self._any_metadata else 0
+        meta_offset = self._pos if metadata_size else 0
+        head = bytearray(struct.pack("<4sIQI4xQQII16x", MAGIC_V2, 2, self.num_samples, self.header_size,
+                                     meta_offset, metadata_size, flags, 0))
+        struct.pack_into("<I", head, 44, zlib.crc32(head))
+        return bytes(head)
+
+    def commit(self) -> str:
+        """Write metadata, index and header; fsync; atomically rename over the target. Returns the path."""
+        try:
+            if self.count != self.num_samples:
+                raise WriteError(f"{self.path}: {self.count} samples written but {self.num_samples} declared")
+            meta_size = self._meta.tell()
+            self._meta.seek(0)
+            while chunk := self._meta.read(8 << 20):
+                self._fh.write(chunk)
+            self._fh.seek(0)
+            self._fh.write(self._header(meta_size))
+            self._fh.write(self.entries.tobytes())
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            os.replace(self.temp_path, self.path)
+        except OSError as exc:
+            self.abort()
+            raise WriteError(f"{self.path}: cannot write: {exc}") from exc
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self._meta.close()
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the temp file; the target is left as it was."""
+        self._meta.close()
+        if not self._fh.closed:
+            self._fh.close()
+        try:
+            os.unlink(self.temp_path)
+        except FileNotFoundError:
+            pass
+
+
+def write_tbl(path: str | os.PathLike[str], samples: Sequence[tuple[bytes, int | str]], *, version: int = 2,
+              lz4: bool = False, metadata: dict[int, list[tuple[int | str, bytes]]] | None = None,
+              dims: bool = True) -> str:
+    """Write a whole TBL from (data, format) pairs; v2 width/height come from the image headers."""
+    with TblWriter(path, len(samples), version=version, lz4=lz4) as writer:
+        for i, (data, fmt) in enumerate(samples):
+            code = FORMAT_CODES[fmt] if isinstance(fmt, str) else int(fmt)
+            w, h = image_size(data, code) if version == 2 and dims else (0, 0)
+            writer.add(data, fmt, w, h, (metadata or {}).get(i, ()))
+    return os.fspath(path)
