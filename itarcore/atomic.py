@@ -1,0 +1,68 @@
+"""Atomic file writes: a recognisable temporary file in the same folder, fsync, then os.replace."""
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+TEMP_MARKER = ".tmp-"
+
+
+def temp_path_for(target: str | os.PathLike[str]) -> Path:
+    target = Path(target)
+    return target.with_name(f".{target.name}{TEMP_MARKER}{os.getpid()}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
+    """Delete leftovers of killed writers of ``target`` (their pid no longer runs)."""
+    target = Path(target)
+    removed = []
+    for name in glob.glob(glob.escape(str(target.with_name(f".{target.name}{TEMP_MARKER}"))) + "*"):
+        suffix = name.rsplit(TEMP_MARKER, 1)[-1]
+        if suffix.isdigit() and int(suffix) != os.getpid() and not _pid_alive(int(suffix)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+                removed.append(Path(name))
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_write(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Yield a binary file; on success it replaces ``target`` whole, on any error nothing changes."""
+    target = Path(target)
+    remove_stale_temps(target)
+    tmp = temp_path_for(target)
+    fh = open(tmp, "wb")
+    try:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+        fh.close()
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except BaseException:
+        fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

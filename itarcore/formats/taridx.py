@@ -1,0 +1,248 @@
+"""TARIDX (.taridx): the index of a fold of tar shards.
+
+Layout (little-endian): a 64-byte header, the extension block and the crash-stem
+block (UTF-8, joined by ``\\n``), then 32-byte row records to the end of the file.
+Rows are a zero-copy numpy view over a read-only mmap, so a multi-GB index opens
+without being read. NOTES.md wins over the spec: blocks split on ``\\n`` only, and
+``n_ext``/``n_crash`` resolve the single-empty-string case.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..atomic import atomic_write
+from ..errors import FormatError, TruncatedError, VersionError
+from ..progress import CancelToken, ProgressCallback, ProgressReporter
+
+MAGIC = b"TARIDX"
+MAJOR, MINOR = 1, 0
+HEADER_SIZE, RECORD_SIZE = 64, 32
+FLAG_CONTIGUOUS = 0x01
+# Rows are checked at open when the row region is at most this big; bigger indexes
+# open instantly and are checked by `check_rows` (the CLI's verify, a GUI worker).
+EAGER_ROW_CHECK_BYTES = 256 << 20
+
+HEADER_DTYPE = np.dtype([
+    ("magic", "S8"), ("major", "<u2"), ("minor", "<u2"), ("rec_size", "<u2"), ("hdr_size", "<u2"),
+    ("n_stems", "<u8"), ("n_rows", "<u8"), ("n_ext", "<u4"), ("n_crash", "<u4"),
+    ("off_crash", "<u8"), ("off_arr", "<u8"), ("flags", "u1"), ("reserved", "V7"),
+])
+ROW_DTYPE = np.dtype([
+    ("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"), ("keyhash", "<u8"),
+])
+assert HEADER_DTYPE.itemsize == HEADER_SIZE and ROW_DTYPE.itemsize == RECORD_SIZE
+
+HEADER_FIELD_TYPES = {
+    "magic": "S8", "major": "u16", "minor": "u16", "rec_size": "u16", "hdr_size": "u16", "n_stems": "u64",
+    "n_rows": "u64", "n_ext": "u32", "n_crash": "u32", "off_crash": "u64", "off_arr": "u64", "flags": "u8",
+    "reserved": "u8[7]",
+}
+
+
+@dataclass(frozen=True)
+class TaridxHeader:
+    magic: bytes
+    major: int
+    minor: int
+    rec_size: int
+    hdr_size: int
+    n_stems: int
+    n_rows: int
+    n_ext: int
+    n_crash: int
+    off_crash: int
+    off_arr: int
+    flags: int
+    reserved: bytes = bytes(7)
+
+    @property
+    def contiguous(self) -> bool:
+        return bool(self.flags & FLAG_CONTIGUOUS)
+
+    def as_dict(self) -> dict[str, object]:
+        """The spec's field names, JSON-ready (magic as text, reserved left out)."""
+        return {name: (self.magic.decode("ascii", "replace") if name == "magic" else getattr(self, name))
+                for name in HEADER_FIELD_TYPES if name != "reserved"}
+
+    @staticmethod
+    def field_layout() -> list[tuple[str, str, int, int]]:
+        """(name, type, offset, size) for every header field."""
+        return [(name, HEADER_FIELD_TYPES[name], HEADER_DTYPE.fields[name][1], HEADER_DTYPE.fields[name][0].itemsize)
+                for name in HEADER_DTYPE.names]
+
+
+class TaridxIndex:
+    """An opened .taridx: header, extension and crash tables, and the rows as a numpy view."""
+
+    def __init__(self, path: str, header: TaridxHeader, extensions: list[str], crash_stems: list[str],
+                 rows: np.ndarray, mapping: mmap.mmap | None) -> None:
+        self.path = path
+        self.header = header
+        self.extensions = extensions
+        self.crash_stems = crash_stems
+        self.rows = rows
+        self._mapping = mapping
+        self.rows_checked = False
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def contiguous(self) -> bool:
+        return self.header.contiguous
+
+    def check_rows(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+                   chunk: int = 1 << 22) -> None:
+        """Check every row's extid and crashid against the tables (chunked, cancellable)."""
+        reporter = ProgressReporter(progress, self.n_rows, "rows", cancel)
+        n_ext, n_crash = self.header.n_ext, self.header.n_crash
+        for start in range(0, self.n_rows, chunk):
+            part = self.rows[start : start + chunk]
+            bad = np.flatnonzero(part["extid"] >= n_ext)
+            if len(bad):
+                row = start + int(bad[0])
+                raise FormatError(self.path, "extid", self.header.off_arr + row * RECORD_SIZE + 18,
+                                  f"row {row}: extension id out of range", expected=f"< {n_ext}",
+                                  found=int(part["extid"][bad[0]]))
+            bad = np.flatnonzero(part["crashid"] > n_crash)
+            if len(bad):
+                row = start + int(bad[0])
+                raise FormatError(self.path, "crashid", self.header.off_arr + row * RECORD_SIZE + 20,
+                                  f"row {row}: crash id not in the crash table", expected=f"<= {n_crash}",
+                                  found=int(part["crashid"][bad[0]]))
+            reporter.update(min(self.n_rows, start + chunk))
+        self.rows_checked = True
+
+    def close(self) -> None:
+        self.rows = self.rows[:0].copy()
+        if self._mapping is not None:
+            try:
+                self._mapping.close()
+            except BufferError:  # a caller still holds a view; the map closes when it is collected
+                pass
+            self._mapping = None
+
+    def __enter__(self) -> "TaridxIndex":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _split_block(raw: bytes, count: int, path: str, field: str, offset: int) -> list[str]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, field, offset + exc.start, "block is not valid UTF-8") from None
+    if count == 0:
+        if raw:
+            raise FormatError(path, field, offset, "block not empty but count is 0", expected=0, found=len(raw))
+        return []
+    items = text.split("\n")  # n == 1 and an empty block gives [''], as NOTES.md requires
+    if len(items) != count:
+        count_field = "n_ext" if field == "extensions" else "n_crash"
+        raise FormatError(path, field, offset, f"entry count disagrees with {count_field}",
+                          expected=count, found=len(items))
+    return items
+
+
+def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) -> TaridxIndex:
+    """Open and validate a .taridx. ``check_rows=None`` checks rows now only for indexes up to 256 MiB."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < HEADER_SIZE:
+            raise TruncatedError(path, "header", 0, "file shorter than the header",
+                                 expected=f"{HEADER_SIZE} bytes", found=f"{size} bytes")
+        mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        index = _parse(path, mapping, size, check_rows)
+    except BaseException:
+        mapping.close()
+        raise
+    return index
+
+
+def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) -> TaridxIndex:
+    rec = np.frombuffer(mapping, HEADER_DTYPE, count=1)[0]
+    raw_magic = bytes(mapping[0:8])
+    if raw_magic != MAGIC.ljust(8, b"\0"):
+        raise VersionError(path, "magic", 0, "not a TARIDX file", expected=MAGIC.ljust(8, b"\0"), found=raw_magic)
+    header = TaridxHeader(**{name: (bytes(rec[name]) if name in ("magic", "reserved") else int(rec[name]))
+                             for name in HEADER_DTYPE.names})
+    layout = {name: off for name, _, off, _ in TaridxHeader.field_layout()}
+    if header.major != MAJOR:
+        raise VersionError(path, "major", layout["major"], "unsupported major version", expected=MAJOR,
+                           found=header.major)
+    if header.hdr_size != HEADER_SIZE:
+        raise FormatError(path, "hdr_size", layout["hdr_size"], "", expected=HEADER_SIZE, found=header.hdr_size)
+    if header.rec_size != RECORD_SIZE:
+        raise FormatError(path, "rec_size", layout["rec_size"], "", expected=RECORD_SIZE, found=header.rec_size)
+    if not HEADER_SIZE <= header.off_crash <= size:
+        raise FormatError(path, "off_crash", layout["off_crash"], "crash block offset outside the file",
+                          expected=f"{HEADER_SIZE}..{size}", found=header.off_crash)
+    if not header.off_crash <= header.off_arr <= size:
+        raise FormatError(path, "off_arr", layout["off_arr"], "row array offset outside the file or before the "
+                          "crash block", expected=f"{header.off_crash}..{size}", found=header.off_arr)
+    region = size - header.off_arr
+    if region % RECORD_SIZE:
+        raise TruncatedError(path, "rows", header.off_arr, "row region is not a whole number of 32-byte records",
+                             expected=f"a multiple of {RECORD_SIZE} bytes", found=f"{region} bytes")
+    if header.n_rows != region // RECORD_SIZE:
+        raise FormatError(path, "n_rows", layout["n_rows"], "row count disagrees with the file size",
+                          expected=region // RECORD_SIZE, found=header.n_rows)
+    if header.n_stems > header.n_rows:
+        raise FormatError(path, "n_stems", layout["n_stems"], "more stems than rows",
+                          expected=f"<= {header.n_rows}", found=header.n_stems)
+    if header.n_ext > 65536:  # extid is u16
+        raise FormatError(path, "n_ext", layout["n_ext"], "more extensions than a u16 extid can address",
+                          expected="<= 65536", found=header.n_ext)
+    extensions = _split_block(mapping[HEADER_SIZE : header.off_crash], header.n_ext, path, "extensions", HEADER_SIZE)
+    crash_stems = _split_block(mapping[header.off_crash : header.off_arr], header.n_crash, path, "crash_stems",
+                               header.off_crash)
+    rows = np.frombuffer(mapping, ROW_DTYPE, count=header.n_rows, offset=header.off_arr)
+    index = TaridxIndex(path, header, extensions, crash_stems, rows, mapping)
+    if check_rows or (check_rows is None and region <= EAGER_ROW_CHECK_BYTES):
+        index.check_rows()
+    return index
+
+
+def contiguous_runs(keyhash: np.ndarray, crashid: np.ndarray) -> int:
+    """Number of runs of equal (keyhash, crashid) among adjacent rows."""
+    if len(keyhash) == 0:
+        return 0
+    change = (keyhash[1:] != keyhash[:-1]) | (crashid[1:] != crashid[:-1])
+    return 1 + int(np.count_nonzero(change))
+
+
+def encode_header(n_stems: int, n_rows: int, n_ext: int, n_crash: int, off_crash: int, off_arr: int,
+                  flags: int, minor: int = MINOR) -> bytes:
+    rec = np.zeros(1, HEADER_DTYPE)
+    rec[0] = (MAGIC, MAJOR, minor, RECORD_SIZE, HEADER_SIZE, n_stems, n_rows, n_ext, n_crash, off_crash, off_arr,
+              flags, bytes(7))
+    return rec.tobytes()
+
+
+def write_taridx(path: str | os.PathLike[str], rows: np.ndarray, extensions: Sequence[str],
+                 crash_stems: Sequence[str], n_stems: int, contiguous: bool | None = None) -> None:
+    """Write a .taridx exactly as the reference does, atomically (temp file, fsync, rename)."""
+    rows = np.ascontiguousarray(rows, dtype=ROW_DTYPE)
+    if contiguous is None:
+        contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
+    ext_block = "\n".join(extensions).encode("utf-8")
+    crash_block = "\n".join(crash_stems).encode("utf-8")
+    off_crash = HEADER_SIZE + len(ext_block)
+    off_arr = off_crash + len(crash_block)
+    header = encode_header(n_stems, len(rows), len(extensions), len(crash_stems), off_crash, off_arr,
+                           FLAG_CONTIGUOUS if contiguous else 0)
+    with atomic_write(path) as fh:
+        fh.write(header)
+        fh.write(ext_block)
+        fh.write(crash_block)
+        fh.write(memoryview(rows).cast("B"))

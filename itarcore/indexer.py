@@ -1,0 +1,272 @@
+"""Build TARIDX indexes: fold discovery, per-shard member tables, fold merge.
+
+Per shard (parallel across processes): scan the tar headers, split each name into
+stem and extension (NOTES.md rules), hash the stems in one numpy batch. Per fold
+(in the parent, in fid order): assign extension ids and crash ids by first
+appearance, count stems, set the contiguity flag. Result bytes do not depend on
+the number of processes.
+"""
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import DatasetError
+from .formats.tar import NAME_LEN, TarScan, scan_tar
+from .formats.taridx import ROW_DTYPE, contiguous_runs
+from .hashing import xxh64_padded
+from .progress import CancelToken, ProgressCallback, ProgressReporter
+
+SHARD_PATTERN = re.compile(r"^(?P<fold>.+)_(?P<suffix>[^_/]+)\.tar$")
+MAX_SHARDS = 1 << 16  # fid is u16
+
+
+def discover_folds(root: str | os.PathLike[str]) -> dict[str, list[Path]]:
+    """Folds in ``root``: ``<fold>_<suffix>.tar`` grouped by fold, each list sorted by suffix (= fid order)."""
+    folds: dict[str, list[tuple[str, Path]]] = {}
+    for entry in os.scandir(root):
+        match = SHARD_PATTERN.match(entry.name)
+        if match and entry.is_file():
+            folds.setdefault(match["fold"], []).append((match["suffix"], Path(entry.path)))
+    return {fold: [p for _, p in sorted(items)] for fold, items in sorted(folds.items())}
+
+
+@dataclass
+class ShardMembers:
+    """One shard's regular members as the index needs them."""
+
+    path: str
+    header_offsets: np.ndarray
+    sizes: np.ndarray
+    keyhash: np.ndarray
+    stems: np.ndarray  # (n, W) uint8, zero padded
+    stem_lengths: np.ndarray
+    ext_codes: np.ndarray  # local ids into ext_names
+    ext_names: list[str]  # local first-appearance order
+    file_size: int = 0
+
+
+def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised NOTES.md split of 100-byte name fields: (stem_start, dot, end) per row."""
+    n = len(fields)
+    cols = np.arange(NAME_LEN)
+    nul = fields == 0
+    end = np.where(nul.any(axis=1), nul.argmax(axis=1), NAME_LEN)
+    inside = cols[None, :] < end[:, None]
+    slash = (fields == ord("/")) & inside
+    has_slash = slash.any(axis=1)
+    start = np.where(has_slash, NAME_LEN - slash[:, ::-1].argmax(axis=1), 0) if n else np.zeros(0, np.int64)
+    dot = (fields == ord(".")) & inside & (cols[None, :] >= start[:, None])
+    dot_pos = np.where(dot.any(axis=1), dot.argmax(axis=1), end)
+    return start, dot_pos, end
+
+
+def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: int) -> np.ndarray:
+    if width == 0:
+        return np.zeros((len(fields), 0), np.uint8)
+    cols = np.arange(width)
+    if not start.any():
+        out = fields[:, :width].copy()
+    else:
+        idx = np.minimum(start[:, None] + cols[None, :], NAME_LEN - 1)
+        out = np.take_along_axis(fields, idx, axis=1)
+    out[cols[None, :] >= length[:, None]] = 0
+    return out
+
+
+def split_name(name: bytes) -> tuple[bytes, str]:
+    """(stem bytes, lower-cased extension) of one member name, per NOTES.md."""
+    base = name.rsplit(b"/", 1)[-1]
+    stem, _, ext = base.partition(b".")
+    return stem, ext.decode("utf-8", "surrogateescape").lower()
+
+
+def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None) -> ShardMembers:
+    scan = scan_tar(path, cancel=cancel)
+    return members_from_scan(scan)
+
+
+def members_from_scan(scan: TarScan) -> ShardMembers:
+    fields = scan.name_fields
+    start, dot, end = _split_name_fields(fields)
+    stem_len = (dot - start).astype(np.int64)
+    ext_start = np.minimum(dot + 1, end)
+    ext_len = (end - ext_start).astype(np.int64)
+    stem_w = int(stem_len.max(initial=0))
+    ext_w = int(ext_len.max(initial=0))
+    odd_rows = dict(scan.full_names)
+    stems = _gather(fields, start, stem_len, stem_w)
+    exts = _gather(fields, ext_start, ext_len, ext_w)
+    non_ascii = np.flatnonzero((exts >= 0x80).any(axis=1)) if ext_w else np.zeros(0, np.int64)
+    for row in non_ascii.tolist():
+        odd_rows.setdefault(row, scan.name_bytes(row))
+    upper = (exts >= ord("A")) & (exts <= ord("Z"))
+    exts[upper] += 32
+    ext_strings: dict[int, str] = {}
+    if odd_rows:  # long names, prefixes, non-ASCII extensions: exact per-row split
+        split = {row: split_name(name) for row, name in odd_rows.items()}
+        stem_w = max(stem_w, max(len(s) for s, _ in split.values()))
+        if stems.shape[1] < stem_w:
+            stems = np.pad(stems, ((0, 0), (0, stem_w - stems.shape[1])))
+        for row, (stem, ext) in split.items():
+            stems[row] = 0
+            stems[row, : len(stem)] = np.frombuffer(stem, np.uint8)
+            stem_len[row] = len(stem)
+            ext_strings[row] = ext
+    keyhash = xxh64_padded(stems, stem_len)
+    ext_codes, ext_names = _local_extension_ids(exts, ext_strings)
+    return ShardMembers(scan.path, scan.header_offsets, scan.sizes, keyhash, stems, stem_len, ext_codes,
+                        ext_names, scan.file_size)
+
+
+def _local_extension_ids(exts: np.ndarray, overrides: dict[int, str]) -> tuple[np.ndarray, list[str]]:
+    n, width = exts.shape
+    if n == 0:
+        return np.zeros(0, np.int64), []
+    keys = np.ascontiguousarray(exts).view(f"V{width}").ravel() if width else np.zeros(n, "V1")
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    names = [bytes(u).rstrip(b"\0").decode("utf-8", "surrogateescape") for u in uniq]
+    codes = inverse.ravel().astype(np.int64)
+    if overrides:
+        names = list(names)
+        for row, ext in overrides.items():
+            if ext not in names:
+                names.append(ext)
+            codes[row] = names.index(ext)
+        first_seen = {}
+        for row, code in enumerate(codes.tolist()):
+            first_seen.setdefault(code, row)
+        used = sorted(first_seen, key=first_seen.get)
+    else:
+        used = list(np.argsort(first, kind="stable"))
+    remap = np.zeros(len(names), np.int64)
+    remap[np.array(used, dtype=np.int64)] = np.arange(len(used))
+    return remap[codes], [names[i] for i in used]
+
+
+@dataclass
+class FoldIndex:
+    rows: np.ndarray
+    extensions: list[str]
+    crash_stems: list[str]
+    n_stems: int
+    contiguous: bool
+    shard_sizes: list[int]
+
+
+def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False) -> FoldIndex:
+    """Fold-level ids, crash stems and flags, in fid order, exactly as the reference assigns them."""
+    if len(shards) > MAX_SHARDS:
+        raise DatasetError(f"{len(shards)} shards: a fold can have at most {MAX_SHARDS} (fid is u16)")
+    n = sum(len(s.keyhash) for s in shards)
+    rows = np.zeros(n, ROW_DTYPE)
+    extensions: list[str] = []
+    ext_ids: dict[str, int] = {}
+    width = max((s.stems.shape[1] for s in shards), default=0)
+    stems = np.zeros((n, width), np.uint8)
+    stem_len = np.zeros(n, np.int64)
+    pos = 0
+    for fid, shard in enumerate(shards):
+        m = len(shard.keyhash)
+        local_to_global = np.array([ext_ids.setdefault(e, len(ext_ids)) for e in shard.ext_names], np.int64)
+        extensions = list(ext_ids)
+        block = rows[pos : pos + m]
+        block["fid"] = fid
+        block["offset"] = shard.header_offsets
+        block["size"] = shard.sizes
+        block["extid"] = local_to_global[shard.ext_codes] if m else 0
+        block["keyhash"] = shard.keyhash
+        stems[pos : pos + m, : shard.stems.shape[1]] = shard.stems
+        stem_len[pos : pos + m] = shard.stem_lengths
+        pos += m
+    if len(ext_ids) > 65536:
+        raise DatasetError(f"{len(ext_ids)} distinct extensions: at most 65536 fit a u16 extid")
+    crash_stems, n_stems = _assign_crash_ids(rows, stems, stem_len)
+    if force_contiguous:
+        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
+    contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
+    return FoldIndex(rows, extensions, crash_stems, n_stems, contiguous, [s.file_size for s in shards])
+
+
+def _assign_crash_ids(rows: np.ndarray, stems: np.ndarray, stem_len: np.ndarray) -> tuple[list[str], int]:
+    keyhash = rows["keyhash"]
+    if len(keyhash) == 0:
+        return [], 0
+    order = np.argsort(keyhash, kind="stable")
+    kh = keyhash[order]
+    same_hash = kh[1:] == kh[:-1]
+    width = stems.shape[1]
+    keys = np.ascontiguousarray(stems).view(f"V{width}").ravel() if width else np.zeros(len(kh), "V1")
+    sorted_keys, sorted_len = keys[order], stem_len[order]
+    diff_stem = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_len[1:] != sorted_len[:-1])
+    n_stems = 1 + int(np.count_nonzero(~same_hash)) if len(kh) else 0
+    clash = same_hash & diff_stem
+    if not clash.any():
+        return [], n_stems
+    colliding = np.unique(kh[1:][clash])
+    canonical: dict[int, bytes] = {}
+    crash_ids: dict[bytes, int] = {}
+    crash_stems: list[str] = []
+    crashid = rows["crashid"]
+    for row in np.flatnonzero(np.isin(keyhash, colliding)).tolist():
+        stem = bytes(stems[row, : stem_len[row]])
+        first = canonical.setdefault(int(keyhash[row]), stem)
+        if stem == first:
+            continue
+        if stem not in crash_ids:
+            crash_ids[stem] = len(crash_ids) + 1
+            crash_stems.append(stem.decode("utf-8", "surrogateescape"))
+        crashid[row] = crash_ids[stem]
+    return crash_stems, n_stems + len(crash_ids)
+
+
+def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: bool = False, jobs: int = 1,
+                 progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> FoldIndex:
+    """Index a fold's shards (fid = position in ``shards``); ``jobs > 1`` scans shards in processes."""
+    paths = [os.fspath(p) for p in shards]
+    reporter = ProgressReporter(progress, sum(os.path.getsize(p) for p in paths), "bytes", cancel)
+    done = 0
+    results: list[ShardMembers] = []
+    if jobs > 1 and len(paths) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+            futures = [pool.submit(shard_members, p) for p in paths]
+            try:
+                for path, future in zip(paths, futures):
+                    while True:
+                        if cancel is not None and cancel.cancelled:
+                            raise_cancel(pool, futures, cancel)
+                        try:
+                            result = future.result(timeout=0.1)
+                            break
+                        except TimeoutError:
+                            continue
+                    results.append(result)
+                    done += result.file_size
+                    reporter.update(done, current=os.path.basename(path))
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+    else:
+        for path in paths:
+            reporter.update(done, current=os.path.basename(path), force=True)
+            result = shard_members(path, cancel)
+            results.append(result)
+            done += result.file_size
+            reporter.update(done, current=os.path.basename(path))
+    index = merge_shards(results, force_contiguous)
+    reporter.finish()
+    return index
+
+
+def raise_cancel(pool: ProcessPoolExecutor, futures: list, cancel: CancelToken) -> None:
+    for f in futures:
+        f.cancel()
+    pool.shutdown(wait=False, cancel_futures=True)
+    cancel.raise_if_cancelled()
