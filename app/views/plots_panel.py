@@ -1,0 +1,247 @@
+"""Plots of a fold: payload sizes per extension (log-size histogram) and rows/bytes per shard.
+
+The numbers come from one chunked pass of ``np.bincount`` over the rows array in a
+worker, so a 100M-row index never blocks the GUI. The pass starts the first time
+the panel is shown.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+
+from app.views.panels import FormatPanel
+from app.views.preview_widgets.theme import series_colour, style_plot
+from app.workers import JobWorker
+from itarcore.document import Document
+from itarcore.progress import CancelToken, ProgressCallback, ProgressReporter
+
+N_SIZE_BINS = 66  # bin 0: empty payloads; bin k >= 1: sizes in [2**(k-1), 2**k)
+CHUNK = 1 << 22
+
+
+@dataclass
+class FoldStats:
+    size_hist: np.ndarray  # (n_ext, N_SIZE_BINS) row counts
+    rows_per_shard: np.ndarray  # (n_shards,) int64
+    bytes_per_shard: np.ndarray  # (n_shards,) int64
+    n_rows: int
+
+
+def size_bin(sizes: np.ndarray) -> np.ndarray:
+    """Histogram bin of each size: 0 for 0, else bit length (1 → 1, 2..3 → 2, 4..7 → 3, …)."""
+    sizes = sizes.astype(np.uint64, copy=False)
+    bins = np.zeros(sizes.shape, dtype=np.int64)
+    nz = sizes > 0
+    # frexp gives the exponent e with size = m·2**e, m in [0.5, 1): exactly the bit length
+    bins[nz] = np.frexp(sizes[nz].astype(np.float64))[1]
+    return bins
+
+
+def bin_edges(k: int) -> tuple[int, int]:
+    """[low, high) sizes of bin k."""
+    return (0, 1) if k == 0 else (1 << (k - 1), 1 << k)
+
+
+def compute_fold_stats(rows: np.ndarray, n_ext: int, n_shards: int, progress: ProgressCallback | None = None,
+                       cancel: CancelToken | None = None) -> FoldStats:
+    """Per-extension size histogram and per-shard totals from rows with fields extid, fid, size."""
+    n = len(rows)
+    hist = np.zeros(max(n_ext, 1) * N_SIZE_BINS, dtype=np.int64)
+    per_rows = np.zeros(max(n_shards, 1), dtype=np.int64)
+    per_bytes = np.zeros(max(n_shards, 1), dtype=np.int64)
+    reporter = ProgressReporter(progress, n, unit="rows", cancel=cancel)
+    for start in range(0, n, CHUNK):
+        chunk = rows[start:start + CHUNK]
+        ext = np.clip(chunk["extid"].astype(np.int64), 0, max(n_ext, 1) - 1)
+        fid = np.clip(chunk["fid"].astype(np.int64), 0, max(n_shards, 1) - 1)
+        size = chunk["size"]
+        hist += np.bincount(ext * N_SIZE_BINS + size_bin(size), minlength=hist.size)
+        per_rows += np.bincount(fid, minlength=per_rows.size)
+        # split the byte sum by magnitude so float64 weights stay exact at any realistic total
+        low = (size.astype(np.uint64) & np.uint64(0xFFFFFF)).astype(np.float64)
+        high = (size.astype(np.uint64) >> np.uint64(24)).astype(np.float64)
+        per_bytes += np.bincount(fid, weights=low, minlength=per_bytes.size).astype(np.int64)
+        per_bytes += np.bincount(fid, weights=high, minlength=per_bytes.size).astype(np.int64) << 24
+        reporter.update(min(n, start + CHUNK))
+    return FoldStats(hist.reshape(max(n_ext, 1), N_SIZE_BINS)[:n_ext], per_rows[:n_shards], per_bytes[:n_shards], n)
+
+
+def human_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+class SizeAxis(pg.AxisItem):
+    """x axis in log2 units labelled as sizes (1 B, 1 KiB, …)."""
+
+    def tickValues(self, minVal, maxVal, size):
+        lo, hi = int(np.floor(minVal)), int(np.ceil(maxVal))
+        step = max(1, (hi - lo) // 8 + 1)
+        major = [v for v in range(lo, hi + 1) if v % step == 0 and v >= 0]
+        return [(step, major)]
+
+    def tickStrings(self, values, scale, spacing):
+        return [human_size(2 ** int(v)) for v in values]
+
+
+class ByteCountAxis(pg.AxisItem):
+    """Linear axis of byte totals, labelled 12 KiB, 3.5 GiB, …"""
+
+    def tickStrings(self, values, scale, spacing):
+        return [human_size(max(float(v), 0.0)) for v in values]
+
+
+class ShardAxis(pg.AxisItem):
+    def tickStrings(self, values, scale, spacing):
+        return [str(int(v)) if float(v).is_integer() else "" for v in values]
+
+
+class PlotsPanel(FormatPanel):
+    title = "Plots"
+    computed = Signal()  # the plots show the finished statistics
+
+    def __init__(self, document: Document, parent: QWidget | None = None) -> None:
+        super().__init__(document, parent)
+        self.dataset = document.source
+        index = self.dataset.index
+        self.extensions = [e or "(none)" for e in index.extensions]
+        self.shard_names = [p.name if hasattr(p, "name") else str(p) for p in self.dataset.shard_paths]
+        self.stats: FoldStats | None = None
+        self._worker: JobWorker | None = None
+
+        self.status = QLabel("Statistics are computed when this panel is first shown.")
+        self.log_counts = QCheckBox("Log count axis")
+        self.log_counts.toggled.connect(self._set_log_counts)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.log_counts)
+
+        self.hist_plot = pg.PlotWidget(axisItems={"bottom": SizeAxis("bottom")})
+        self.hist_plot.setTitle("Payload sizes per extension")
+        self.hist_plot.setLabel("left", "rows")
+        self.hist_plot.setLabel("bottom", "payload size (log₂ bins)")
+        # the legend sits beside the plot, never over the bars
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.legend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        legend_scroll = QScrollArea()
+        legend_scroll.setWidget(self.legend)
+        legend_scroll.setWidgetResizable(True)
+        legend_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        legend_scroll.setMinimumWidth(150)
+        legend_scroll.setMaximumWidth(240)
+        self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
+        self.rows_plot.setTitle("Rows per shard")
+        self.rows_plot.setLabel("bottom", "shard (fid)")
+        self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
+        self.bytes_plot.setTitle("Payload bytes per shard")
+        self.bytes_plot.setLabel("bottom", "shard (fid)")
+        for plot in (self.hist_plot, self.rows_plot, self.bytes_plot):
+            style_plot(plot, self)
+            plot.showGrid(x=False, y=True, alpha=0.15)
+            plot.setMouseEnabled(x=True, y=False)
+            plot.setMenuEnabled(False)
+
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.rows_plot)
+        bottom.addWidget(self.bytes_plot)
+        hist_box = QWidget()
+        hist_layout = QHBoxLayout(hist_box)
+        hist_layout.setContentsMargins(0, 0, 0, 0)
+        hist_layout.addWidget(self.hist_plot, 1)
+        hist_layout.addWidget(legend_scroll)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(hist_box)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(split, 1)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.stats is None and self._worker is None:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """(Re)compute the statistics in a worker."""
+        if self._worker is not None:
+            return
+        rows = self.dataset.index.rows
+        self.status.setText(f"Counting {len(rows):,} rows…")
+        worker = JobWorker(compute_fold_stats, rows, len(self.extensions), len(self.shard_names))
+        worker.progressed.connect(lambda p: self.status.setText(f"Counting rows… {p.fraction:.0%}"))
+        worker.returned.connect(self._show_stats)
+        worker.errored.connect(lambda exc: self.status.setText(f"Could not compute the plots: {exc}"))
+        worker.finished.connect(self._worker_finished)
+        self._worker = worker.start()
+
+    def shutdown(self) -> None:
+        if self._worker is not None:
+            self._worker.quit()
+
+    def _worker_finished(self) -> None:
+        self._worker = None
+
+    def _show_stats(self, stats: FoldStats) -> None:
+        self.stats = stats
+        self._draw_histogram(stats)
+        self._draw_shards(stats)
+        total = int(stats.bytes_per_shard.sum())
+        self.status.setText(f"{stats.n_rows:,} rows · {len(self.extensions)} extensions · "
+                            f"{len(self.shard_names)} shards · {human_size(total)} of payloads")
+        self.computed.emit()
+
+    def _draw_histogram(self, stats: FoldStats) -> None:
+        self.hist_plot.clear()
+        self.legend.clear()
+        entries = []
+        used = np.nonzero(stats.size_hist.sum(axis=0))[0]
+        if used.size == 0:
+            return
+        lo, hi = int(used.min()), int(used.max()) + 1
+        # x in log2 units: bin k spans [k-1, k); the empty-payload bin sits just left of 1 byte
+        edges = np.arange(lo - 1, hi, dtype=np.float64)
+        order = np.argsort(-stats.size_hist.sum(axis=1), kind="stable")  # biggest first, drawn behind
+        for ext_id in order:
+            counts = stats.size_hist[ext_id, lo:hi]
+            if not counts.any():
+                continue
+            colour = series_colour(int(ext_id))
+            fill = pg.mkColor(colour)
+            fill.setAlpha(70)
+            self.hist_plot.plot(edges, counts.astype(np.float64), stepMode="center", fillLevel=0,
+                                pen=pg.mkPen(colour, width=2), brush=fill)
+            entries.append(f'<span style="color:{colour.name()}">&#9632;</span>&nbsp;'
+                           f"{html.escape(self.extensions[ext_id])} <small>({int(counts.sum()):,})</small>")
+        self.legend.setText("<b>Extension (rows)</b><br>" + "<br>".join(entries))
+        self.hist_plot.setXRange(lo - 1, hi - 1, padding=0.02)
+
+    def _draw_shards(self, stats: FoldStats) -> None:
+        x = np.arange(len(stats.rows_per_shard))
+        for plot, values in ((self.rows_plot, stats.rows_per_shard), (self.bytes_plot, stats.bytes_per_shard)):
+            plot.clear()
+            bars = pg.BarGraphItem(x=x, height=values.astype(np.float64), width=0.8,
+                                   brush=series_colour(0), pen=pg.mkPen(None))
+            plot.addItem(bars)
+            plot.setXRange(-0.6, max(len(x) - 0.4, 0.6), padding=0)
+        names = "\n".join(f"{i}: {n}" for i, n in enumerate(self.shard_names[:40]))
+        self.rows_plot.setToolTip(names)
+        self.bytes_plot.setToolTip(names)
+
+    def _set_log_counts(self, on: bool) -> None:
+        self.hist_plot.setLogMode(x=False, y=on)
+
+
+PANELS = [PlotsPanel]
