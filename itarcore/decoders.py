@@ -1,0 +1,250 @@
+"""Payload bytes -> Python values, chosen by extension, for previews and the CLI.
+
+Every decoder returns a :class:`Decoded`: a ``kind`` the GUI dispatches on, the
+value, and a short description ("JPEG 24×16 RGB", "float32 array (4, 5)").
+Pickle is never unpickled: it is shown as a disassembly. Pillow's
+decompression-bomb guard stays on. Undecodable data raises :class:`DecodeError`.
+"""
+from __future__ import annotations
+
+import io
+import json
+import pickletools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from PIL import Image
+
+from .errors import ItarError
+
+MAX_TEXT_PREVIEW = 4 << 20  # decode at most this much text for a preview
+
+
+class DecodeError(ItarError):
+    """A payload could not be decoded as its extension says."""
+
+
+@dataclass
+class Decoded:
+    kind: str  # image | json | text | array | label | pickle | table | bytes
+    value: Any
+    description: str
+
+
+def _image_extensions() -> set[str]:
+    Image.init()
+    return {ext.lstrip(".").lower() for ext in Image.registered_extensions()}
+
+
+IMAGE_EXTENSIONS = _image_extensions()
+
+
+def last_part(ext: str) -> str:
+    """Decoder key of a (possibly multi-dot) extension: 'left.jpg' -> 'jpg'."""
+    return ext.rsplit(".", 1)[-1].lower()
+
+
+def _describe_image(img: Image.Image) -> str:
+    return f"{img.format or 'image'} {img.width}×{img.height} {img.mode}"
+
+
+def decode_image(data: bytes, meta: dict | None = None) -> Decoded:
+    try:
+        img = Image.open(io.BytesIO(data))
+        img.load()
+    except Image.DecompressionBombError as exc:
+        raise DecodeError(f"image refused by Pillow's decompression-bomb guard: {exc}") from None
+    except Exception as exc:  # Pillow raises many types for bad data
+        raise DecodeError(f"not a decodable image: {exc}") from None
+    return Decoded("image", img, _describe_image(img))
+
+
+def decode_raw_pixels(data: bytes, meta: dict | None = None) -> Decoded:
+    meta = meta or {}
+    width, height = int(meta.get("width", 0)), int(meta.get("height", 0))
+    if width <= 0 or height <= 0:
+        raise DecodeError("raw pixels need a width and height")
+    channels = int(meta.get("channels") or (len(data) // (width * height) if width * height else 0))
+    modes = {1: "L", 3: "RGB", 4: "RGBA"}
+    if channels not in modes or len(data) != width * height * channels:
+        raise DecodeError(f"{len(data)} bytes do not make a {width}×{height} image with 1, 3 or 4 channels")
+    img = Image.frombytes(modes[channels], (width, height), bytes(data))
+    return Decoded("image", img, f"raw u8 {width}×{height} {modes[channels]}")
+
+
+def decode_cls(data: bytes, meta: dict | None = None) -> Decoded:
+    text = bytes(data).decode("ascii", "strict").strip() if data else ""
+    try:
+        return Decoded("label", int(text), f"class label {int(text)}")
+    except ValueError:
+        raise DecodeError(f"class label is not an ASCII integer: {text[:40]!r}") from None
+
+
+def decode_json(data: bytes, meta: dict | None = None) -> Decoded:
+    try:
+        value = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DecodeError(f"invalid JSON: {exc}") from None
+    what = type(value).__name__
+    size = f", {len(value)} entries" if isinstance(value, (list, dict)) else ""
+    return Decoded("json", value, f"JSON {what}{size}")
+
+
+def decode_text(data: bytes, meta: dict | None = None) -> Decoded:
+    part = bytes(data[:MAX_TEXT_PREVIEW])
+    text = part.decode("utf-8", "replace")
+    cut = " (first 4 MiB)" if len(data) > MAX_TEXT_PREVIEW else ""
+    if not text:
+        return Decoded("text", "", "empty text")
+    return Decoded("text", text, f"UTF-8 text, {text.count(chr(10)) + 1} lines{cut}")
+
+
+def _describe_array(arr: np.ndarray, what: str = "array") -> str:
+    return f"{arr.dtype} {what} {tuple(arr.shape)}"
+
+
+def decode_npy(data: bytes, meta: dict | None = None) -> Decoded:
+    try:
+        arr = np.load(io.BytesIO(bytes(data)), allow_pickle=False)
+    except ValueError as exc:
+        raise DecodeError(f"not a plain .npy array (object arrays are refused): {exc}") from None
+    except Exception as exc:  # numpy raises several types for bad headers
+        raise DecodeError(f"not a .npy array: {exc}") from None
+    return Decoded("array", arr, _describe_array(arr))
+
+
+def _png_channels(data: bytes) -> np.ndarray:
+    try:
+        img = Image.open(io.BytesIO(data))
+        img.load()
+    except Exception as exc:
+        raise DecodeError(f"segmentation mask is not a PNG: {exc}") from None
+    return np.asarray(img)
+
+
+def _decode_seg(bits: int) -> Callable[[bytes, dict | None], Decoded]:
+    def decode(data: bytes, meta: dict | None = None) -> Decoded:
+        pixels = _png_channels(data)
+        if bits == 8:
+            mask = pixels if pixels.ndim == 2 else pixels[..., 0]
+            mask = mask.astype(np.uint8)
+        elif bits == 16 and pixels.dtype != np.uint8 and pixels.ndim == 2:
+            mask = pixels.astype(np.uint16)  # a true 16-bit grey PNG
+        else:
+            if pixels.ndim != 3:
+                raise DecodeError(f"seg{bits} needs a multi-channel PNG, found shape {pixels.shape}")
+            n_ch = {16: 2, 24: 3, 32: 4}[bits]
+            if pixels.shape[2] < n_ch:
+                raise DecodeError(f"seg{bits} needs {n_ch} channels, found {pixels.shape[2]}")
+            mask = np.zeros(pixels.shape[:2], np.uint32)
+            for ch in range(n_ch):  # channel 0 holds the low byte
+                mask |= pixels[..., ch].astype(np.uint32) << np.uint32(8 * ch)
+        return Decoded("array", mask, _describe_array(mask, f"seg{bits} mask"))
+
+    return decode
+
+
+def decode_rle(data: bytes, meta: dict | None = None) -> Decoded:
+    """Run-length array: a .npy of (value, count) pairs or an int32 pair stream; expanded to 1-D."""
+    raw = bytes(data)
+    if raw.startswith(b"\x93NUMPY"):
+        pairs = decode_npy(raw).value
+    else:
+        if len(raw) % 8:
+            raise DecodeError(f"RLE stream of {len(raw)} bytes is not whole (value, count) int32 pairs")
+        pairs = np.frombuffer(raw, "<i4")
+    pairs = np.asarray(pairs).reshape(-1, 2)
+    counts = pairs[:, 1].astype(np.int64)
+    if (counts < 0).any() or counts.sum() > 1 << 28:
+        raise DecodeError("RLE counts are negative or expand past 268M elements")
+    arr = np.repeat(pairs[:, 0], counts)
+    return Decoded("array", arr, _describe_array(arr, f"run-length array ({len(pairs)} runs)"))
+
+
+def decode_mat(data: bytes, meta: dict | None = None) -> Decoded:
+    try:
+        from scipy.io import loadmat
+    except ImportError:
+        raise DecodeError("MATLAB files need scipy: pip install 'itar-browser[mat]'") from None
+    try:
+        content = loadmat(io.BytesIO(bytes(data)))
+    except Exception as exc:
+        raise DecodeError(f"not a MATLAB file: {exc}") from None
+    arrays = {k: v for k, v in content.items() if not k.startswith("__")}
+    if len(arrays) == 1:
+        (name, arr), = arrays.items()
+        if isinstance(arr, np.ndarray) and arr.dtype != object:
+            return Decoded("array", arr, _describe_array(arr, f"MATLAB '{name}'"))
+    summary = {k: f"{getattr(v, 'dtype', type(v).__name__)} {getattr(v, 'shape', '')}" for k, v in arrays.items()}
+    return Decoded("json", summary, f"MATLAB file, {len(arrays)} variables")
+
+
+def decode_pickle(data: bytes, meta: dict | None = None) -> Decoded:
+    out = io.StringIO()
+    try:
+        pickletools.dis(bytes(data), out=out)
+        text = out.getvalue()
+    except Exception as exc:
+        text = out.getvalue() + f"\n(disassembly stopped: {exc})"
+    return Decoded("pickle", text, f"pickle, {len(data):,} bytes (shown as opcodes, never unpickled)")
+
+
+def decode_parquet(data: bytes, meta: dict | None = None, max_rows: int = 50) -> Decoded:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return Decoded("text", "Parquet preview needs pyarrow: pip install 'itar-browser[parquet]'",
+                       f"parquet, {len(data):,} bytes (pyarrow not installed)")
+    import pyarrow as pa
+
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
+        table = pf.read_row_groups(list(range(min(pf.num_row_groups, 4)))).slice(0, max_rows)
+    except Exception as exc:
+        raise DecodeError(f"not a readable parquet file: {exc}") from None
+    value = {"schema": str(pf.schema_arrow), "rows": table.to_pylist(), "num_rows": pf.metadata.num_rows,
+             "columns": table.column_names}
+    return Decoded("table", value, f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns")
+
+
+def decode_bytes(data: bytes, meta: dict | None = None) -> Decoded:
+    return Decoded("bytes", bytes(data), f"{len(data):,} bytes")
+
+
+DECODERS: dict[str, Callable[..., Decoded]] = {
+    "cls": decode_cls,
+    "json": decode_json,
+    "txt": decode_text,
+    "text": decode_text,
+    "npy": decode_npy,
+    "seg8": _decode_seg(8),
+    "seg16": _decode_seg(16),
+    "seg24": _decode_seg(24),
+    "seg32": _decode_seg(32),
+    "rle": decode_rle,
+    "mat": decode_mat,
+    "pkl": decode_pickle,
+    "pickle": decode_pickle,
+    "parquet": decode_parquet,
+    "raw_u8": decode_raw_pixels,
+}
+
+
+def decoder_for(ext: str) -> Callable[..., Decoded]:
+    ext = ext.lower()
+    if ext in DECODERS:
+        return DECODERS[ext]
+    key = last_part(ext)
+    if key in DECODERS:
+        return DECODERS[key]
+    if key in IMAGE_EXTENSIONS:
+        return decode_image
+    return decode_bytes
+
+
+def decode(data: bytes | memoryview, ext: str, meta: dict | None = None) -> Decoded:
+    """Decode a payload by its extension (multi-dot extensions use their last part)."""
+    if not data and decoder_for(ext) not in (decode_bytes, decode_text, decode_json):
+        return Decoded("bytes", b"", "empty payload")
+    return decoder_for(ext)(data, meta)
