@@ -226,12 +226,11 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def _index(root: Path, index_path: Path, progress: ProgressCallback | None, cancel: CancelToken | None) -> None:
-    from .jobs import index_fold  # the indexer lives with the other long tasks
+    from .formats.taridx import write_taridx
+    from .indexer import index_shards
 
-    shards = [root / name for name in shard_names()]
-    tmp = index_path.with_name(index_path.name + ".part")
-    index_fold(shards, tmp, progress=progress, cancel=cancel)
-    os.replace(tmp, index_path)
+    fold = index_shards([root / name for name in shard_names()], progress=progress, cancel=cancel)
+    write_taridx(index_path, fold.rows, fold.extensions, fold.crash_stems, fold.n_stems, fold.contiguous)
 
 
 def _manifest_files(root: Path) -> list[Path]:
