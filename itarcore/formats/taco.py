@@ -7,6 +7,7 @@ by :mod:`itarcore.formats.zipfmt`; this module checks the header against it.
 """
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import time
@@ -298,13 +299,42 @@ def _write_zip(raw, files, sizes, reporter: ProgressReporter) -> None:  # type: 
             info = zipfile.ZipInfo.from_file(src, arcname, strict_timestamps=False)
             info.compress_type = zipfile.ZIP_STORED
             with open(src, "rb") as fin, zf.open(info, "w", force_zip64=size > zipfile.ZIP64_LIMIT) as dst:
-                while chunk := fin.read(_CHUNK):
+                for chunk in _chunks(fin):
                     dst.write(chunk)
                     done += len(chunk)
                     reporter.update(done, current=arcname)
             if info.file_size != size:
                 raise WriteError(f"{src}: changed size while being archived ({size} -> {info.file_size} bytes)")
     writer.flush()
+
+
+def _chunks(fin):  # type: ignore[no-untyped-def]
+    """The file's bytes in chunks; holes of a sparse file come from a zero buffer instead of read()."""
+    zero = _SparseWriter._ZERO
+    fd, pos = fin.fileno(), 0
+    while True:
+        try:
+            data_at = os.lseek(fd, pos, os.SEEK_DATA)
+            hole_at = os.lseek(fd, data_at, os.SEEK_HOLE)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # no hole support here: plain reads
+                data_at, hole_at = pos, None
+            else:  # only a hole from here to the end
+                data_at, hole_at = os.fstat(fd).st_size, None
+                if data_at <= pos:
+                    return
+        if data_at > pos:
+            while pos < data_at:
+                n = min(_CHUNK, data_at - pos)
+                yield zero if n == _CHUNK else zero[:n]
+                pos += n
+            continue
+        fin.seek(pos)
+        chunk = fin.read(_CHUNK if hole_at is None else min(_CHUNK, hole_at - pos) or _CHUNK)
+        if not chunk:
+            return
+        yield chunk
+        pos += len(chunk)
 
 
 class _SparseWriter:
@@ -317,12 +347,12 @@ class _SparseWriter:
         self.end = 0
 
     def write(self, data: bytes) -> int:
-        view = memoryview(data)
-        n = len(view)
-        if n >= 4096 and n <= _CHUNK and view == memoryview(self._ZERO)[:n]:
+        n = len(data)
+        # bytes == bytes is a memcmp; memoryview comparison would walk element by element
+        if 4096 <= n <= _CHUNK and bytes(data) == (self._ZERO if n == _CHUNK else self._ZERO[:n]):
             self.raw.seek(n, os.SEEK_CUR)
         else:
-            self.raw.write(view)
+            self.raw.write(data)
         self.end = max(self.end, self.raw.tell())
         return n
 
