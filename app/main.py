@@ -1,0 +1,107 @@
+"""``itar-browser [FILE] [--demo] [--screenshot PNG] [--goto-row N] [--theme T]``: the desktop browser."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+SCREENSHOT_TIMEOUT_MS = 120_000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="itar-browser", description="Look inside TARIDX, TACO, kastore and TBL files.")
+    p.add_argument("file", nargs="?", help="index file to open (format detected by magic bytes)")
+    p.add_argument("--demo", action="store_true", help="build a small demo dataset in the cache folder and open it")
+    p.add_argument("--screenshot", metavar="PNG", help="open, wait for the first preview, save a window grab, exit")
+    p.add_argument("--goto-row", type=int, metavar="N", help="select and scroll to row N first")
+    p.add_argument("--theme", choices=("system", "light", "dark"), help="palette (default: the saved choice)")
+    p.add_argument("--size", default="1440x900", help="window size for --screenshot, WxH (default 1440x900)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.screenshot and not (args.file or args.demo):
+        print("itar-browser: --screenshot needs FILE or --demo", file=sys.stderr)
+        return 2
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from app.style import apply_theme
+    from app.views.main_window import MainWindow
+    from app.views.settings import APPLICATION, ORGANISATION
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName(ORGANISATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("iTar Browser")
+    icon = RESOURCES / "itar-browser.svg"
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    window = MainWindow()
+    apply_theme(app, args.theme or str(window.settings.value("theme", "system")))
+    if args.screenshot:
+        return _screenshot(app, window, args)
+    window.show()
+    if args.demo:
+        window.open_demo()
+    elif args.file:
+        window.open_path(args.file)
+    code = app.exec()
+    return int(code)
+
+
+def _screenshot(app, window, args) -> int:
+    """Open, wait for loading and the first preview (signals), grab, exit 0; unreadable input exits 2."""
+    from PySide6.QtCore import QTimer
+
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    window.resize(width, height)
+    window.show()
+    result = {"code": 3}
+
+    def fail(problem: str) -> None:
+        print(f"itar-browser: {problem}", file=sys.stderr)
+        result["code"] = 2
+        app.quit()
+
+    def grab() -> None:
+        app.processEvents()
+        Path(args.screenshot).parent.mkdir(parents=True, exist_ok=True)
+        if window.grab().save(args.screenshot):
+            result["code"] = 0
+        else:
+            print(f"itar-browser: could not write {args.screenshot}", file=sys.stderr)
+            result["code"] = 1
+        app.quit()
+
+    def on_opened(_path: str) -> None:
+        window.previewSettled.connect(lambda: QTimer.singleShot(50, grab))
+        if args.goto_row is not None and not window.go_to_row(args.goto_row):
+            fail(f"row {args.goto_row} does not exist in {args.file or 'the demo'}")
+
+    def on_failed(path: str, problem: str) -> None:
+        fail(f"{path}: {problem}")
+
+    window.documentOpened.connect(on_opened)
+    window.openFailed.connect(on_failed)
+    if args.demo:
+        window.open_demo()
+    elif not os.path.isfile(args.file):
+        print(f"itar-browser: {args.file}: no such file", file=sys.stderr)
+        return 2
+    else:
+        window.open_path(args.file)
+    QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, lambda: fail("timed out waiting for the file to load"))
+    app.exec()
+    window.shutdown()
+    for box in app.topLevelWidgets():
+        if box.objectName() == "errorDialog":
+            box.close()
+    return result["code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

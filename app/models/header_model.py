@@ -1,0 +1,61 @@
+"""Qt adapter over a Document's header fields: name, offset, size, type, value."""
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from itarcore.document import HeaderField
+
+_ROOT = QModelIndex()
+Index = QModelIndex | QPersistentModelIndex
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+
+class HeaderModel(QAbstractTableModel):
+    def __init__(self, fields: list[HeaderField], parent: Any = None) -> None:
+        super().__init__(parent)
+        self.fields = list(fields)
+        self.grouped = any(f.group for f in self.fields)
+        self.titles = (["Group"] if self.grouped else []) + ["Field", "Offset", "Size", "Type", "Value"]
+
+    def rowCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self.fields)
+
+    def columnCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self.titles)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        f = self.fields[index.row()]
+        title = self.titles[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if title == "Group":
+                return f.group
+            if title == "Field":
+                return f.name
+            if title == "Offset":
+                return f"{f.offset:,}"
+            if title == "Size":
+                return f"{f.size:,}"
+            if title == "Type":
+                return f.type
+            return f.text
+        if role == Qt.ItemDataRole.ToolTipRole:
+            raw = repr(f.value) if not isinstance(f.value, (bytes, bytearray)) else f.value.hex(" ")
+            return f"{f.name} at byte {f.offset} (0x{f.offset:x}), {f.size} bytes, {f.type}\n{f.text}\nraw: {raw}"
+        if role == Qt.ItemDataRole.TextAlignmentRole and title in ("Offset", "Size"):
+            return _RIGHT
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.titles[section]
+        return None
+
+    def field_at(self, offset: int) -> int | None:
+        """Row of the narrowest field covering file byte ``offset``."""
+        best: tuple[int, int] | None = None
+        for row, f in enumerate(self.fields):
+            if f.offset <= offset < f.offset + max(1, f.size) and (best is None or f.size < best[1]):
+                best = (row, f.size)
+        return None if best is None else best[0]

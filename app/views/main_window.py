@@ -1,0 +1,391 @@
+"""The browser's main window: any Document as header + hex + one grid per table + preview.
+
+Nothing here knows a file format. Formats add views through ``panels_for`` and
+their Document's hooks (payload, byte_range, lookup, drill).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QVBoxLayout, QWidget
+
+from app.views.about import show_about
+from app.views.errors import describe_error, show_error
+from app.views.header_view import HeaderPanel
+from app.views.hex_view import HexPane
+from app.views.main_actions import MainActions
+from app.views.panels import FormatPanel, panels_for
+from app.views.preview import PayloadPreview
+from app.views.settings import add_recent_file, app_settings
+from app.views.status import StatusArea, WarningBanner
+from app.views.table_tab import TableTab
+from app.workers import JobWorker
+from itarcore.document import Document, open_document
+from itarcore.errors import ItarError
+
+PREVIEW_DEBOUNCE_MS = 30
+
+
+class MainWindow(QMainWindow):
+    documentOpened = Signal(str)
+    openFailed = Signal(str, str)  # path, problem
+    previewSettled = Signal()  # the current row's preview is on screen (or says why there is none)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("iTar Browser")
+        self.setAcceptDrops(True)
+        self.settings = app_settings()
+        self.document: Document | None = None
+        self.path = ""
+        self.tabs_by_name: dict[str, TableTab] = {}
+        self.panels: list[FormatPanel] = []
+        self._panel_docks: list[QDockWidget] = []
+        self._open_worker: JobWorker | None = None
+        self._jobs: set[JobWorker] = set()
+
+        self.banner = WarningBanner(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("tableTabs")
+        self.tabs.setDocumentMode(True)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        central = QWidget(self)
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.banner)
+        lay.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+        self.header_panel = HeaderPanel(self)
+        self.hex_pane = HexPane(self)
+        self.preview = PayloadPreview(self)
+        self.header_dock = self._dock("Header", "headerDock", self.header_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.hex_dock = self._dock("Hex", "hexDock", self.hex_pane, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.preview_dock = self._dock("Preview", "previewDock", self.preview, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.header_panel.fieldSelected.connect(self.hex_pane.show_range)
+        self.hex_pane.byteClicked.connect(self.header_panel.select_offset)
+        self.preview.previewReady.connect(self.previewSettled)
+
+        self.status = StatusArea(self.statusBar(), self)
+        self.status.cancelRequested.connect(self._cancel_jobs)
+        self.actions_ = MainActions(self)
+        self._preview_timer = QTimer(self, singleShot=True, interval=PREVIEW_DEBOUNCE_MS)
+        self._preview_timer.timeout.connect(self._feed_preview)
+        self._preview_row: tuple[TableTab, int] | None = None
+        self.resize(1440, 900)
+        self.resizeDocks([self.header_dock, self.preview_dock], [430, 400], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.header_dock, self.hex_dock], [420, 330], Qt.Orientation.Vertical)
+        self._default_state = self.saveState()
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        self._restore_layout()
+        self._update_title()
+
+    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _restore_layout(self) -> None:
+        state = self.settings.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+
+    def save_layout(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in self._panel_docks:
+            dock.show()
+
+    # ---- opening ------------------------------------------------------------------------
+    def open_path(self, path: str) -> None:
+        """Open ``path`` in a worker (format by magic); documentOpened or openFailed follows."""
+        path = os.path.abspath(os.fspath(path))
+        if self._open_worker is not None:
+            return  # one open at a time; the menu is disabled meanwhile
+        self.status.show_message(f"Opening {path}…")
+        worker = JobWorker(open_document, path, pass_progress=False)
+        worker.returned.connect(lambda doc, p=path: self._show_document(p, doc))
+        worker.errored.connect(lambda exc, p=path: self._open_failed(p, exc))
+        worker.finished.connect(self._open_finished)
+        self._open_worker = worker
+        self.actions_.set_opening(True)
+        worker.start()
+
+    def _open_finished(self) -> None:
+        self._open_worker = None
+        self.actions_.set_opening(False)
+
+    def _open_failed(self, path: str, exc: BaseException) -> None:
+        problem = describe_error(path, exc)
+        self.status.show_message(f"Could not open {os.path.basename(path)}: {problem}")
+        show_error(self, "Open file", path, exc)
+        self.openFailed.emit(path, problem)
+
+    def _show_document(self, path: str, doc: Document) -> None:
+        self.close_document()
+        self.document, self.path = doc, path
+        self.header_panel.set_fields(doc.header)
+        ends = [f.offset + f.size for f in doc.header if f.offset + f.size <= 4096]
+        self.hex_pane.set_source(doc.read_bytes, doc.file_size, first=max(512, max(ends, default=0)))
+        self.banner.set_warnings(doc.warnings)
+        for table in doc.tables:
+            self._add_table_tab(table)
+        self._add_panels(doc)
+        self._restore_layout()
+        self.preview_dock.raise_()
+        self.status.set_document(path, doc)
+        self.actions_.set_recent(add_recent_file(self.settings, path))
+        self.actions_.set_document_open(True)
+        self._update_title()
+        self.documentOpened.emit(path)
+        first = self.current_tab()
+        if first is not None and first.table.n_rows:
+            first.grid.go_to_view_row(0)
+        else:
+            self.previewSettled.emit()
+
+    def _add_table_tab(self, table) -> None:
+        tab = TableTab(table, parent=self.tabs)
+        self.tabs_by_name[table.name] = tab
+        self.tabs.addTab(tab, f"{table.name} ({table.n_rows:,})")
+        if table.description:
+            self.tabs.setTabToolTip(self.tabs.count() - 1, table.description)
+        tab.grid.currentRowChanged.connect(lambda row, t=tab: self._on_row(t, row))
+        tab.grid.selectionCountChanged.connect(lambda n, t=tab: self._on_selection_count(t, n))
+        tab.busy.connect(self.status.job_started)
+        tab.progressed.connect(self.status.job_progress)
+        tab.idle.connect(self.status.job_done)
+        tab.failed.connect(lambda msg, t=tab: self._tab_failed(t, msg))
+        tab.exported.connect(lambda p, n: self.status.show_message(f"Wrote {n:,} rows to {p}"))
+        tab.viewApplied.connect(lambda t=tab: self.status.set_rows(t.model.n_view, t.table.n_rows))
+        if table.drill is not None:
+            tab.grid.view.clicked.connect(lambda idx, t=tab: self._drill(t, t.model.window_start + idx.row()))
+            tab.grid.view.activated.connect(lambda idx, t=tab: self._drill(t, t.model.window_start + idx.row()))
+
+    def _add_panels(self, doc: Document) -> None:
+        for cls in panels_for(doc):
+            try:
+                panel = cls(doc, self)
+            except Exception as exc:  # noqa: BLE001 - one broken extra view must not block the file
+                self.status.show_message(f"The {cls.title} view could not start: {describe_error(doc.path, exc)}")
+                continue
+            dock = QDockWidget(panel.title, self)
+            dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
+            dock.setWidget(panel)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
+            panel.highlightBytes.connect(self._highlight_bytes)
+            panel.selectRows.connect(self.select_rows)
+            panel.statusMessage.connect(self.status.show_message)
+            panel.reloadRequested.connect(self.reload)
+            self.panels.append(panel)
+            self._panel_docks.append(dock)
+            self.actions_.add_dock_toggle(dock)
+
+    def close_document(self) -> None:
+        if self.document is None:
+            return
+        self.save_layout()
+        self._preview_timer.stop()
+        self._preview_row = None
+        for panel in self.panels:
+            panel.shutdown()
+        for tab in self.tabs_by_name.values():
+            tab.shutdown()
+        self.preview.clear()
+        for dock in self._panel_docks:
+            self.actions_.remove_dock_toggle(dock)
+            self.removeDockWidget(dock)
+            dock.deleteLater()
+        self.panels.clear()
+        self._panel_docks.clear()
+        while self.tabs.count():
+            w = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            w.deleteLater()
+        self.tabs_by_name.clear()
+        self.header_panel.set_fields([])
+        self.hex_pane.set_source(None, 0)
+        self.banner.set_warnings([])
+        self.document.close()
+        self.document, self.path = None, ""
+        self.status.set_document("", None)
+        self.actions_.set_document_open(False)
+        self._update_title()
+
+    def reload(self) -> None:
+        if self.path:
+            path = self.path
+            self.close_document()
+            self.open_path(path)
+
+    def open_demo(self) -> None:
+        try:
+            from itarcore.demo import build_demo, demo_dir
+        except ImportError as exc:
+            show_error(self, "Demo dataset", "", f"The demo builder is not available: {exc}")
+            return
+        worker = JobWorker(build_demo, demo_dir())
+        worker.returned.connect(lambda path: self.open_path(str(path)))
+        worker.errored.connect(lambda exc: show_error(self, "Demo dataset", str(demo_dir()), exc))
+        self._run_job(worker, "Building the demo dataset")
+
+    def _run_job(self, worker: JobWorker, what: str) -> None:
+        self._jobs.add(worker)
+        worker.progressed.connect(self.status.job_progress)
+        worker.finished.connect(lambda w=worker: (self._jobs.discard(w), self.status.job_done()))
+        self.status.job_started(what)
+        worker.start()
+
+    def _cancel_jobs(self) -> None:
+        for w in list(self._jobs):
+            w.quit()
+        for tab in self.tabs_by_name.values():
+            for w in list(tab._workers):
+                w.quit()
+
+    # ---- rows, preview, panels -----------------------------------------------------------
+    def current_tab(self) -> TableTab | None:
+        w = self.tabs.currentWidget()
+        return w if isinstance(w, TableTab) else None
+
+    def _on_tab_changed(self, _index: int) -> None:
+        tab = self.current_tab()
+        if tab is None:
+            return
+        self.status.set_rows(tab.model.n_view, tab.table.n_rows)
+        self._on_row(tab, tab.grid.current_source_row())
+
+    def _on_row(self, tab: TableTab, row: int) -> None:
+        if tab is not self.current_tab():
+            return
+        self.status.set_selection(tab.table, row, len(tab.grid.selected_view_rows()))
+        if row < 0:
+            return
+        table = tab.table
+        if table.byte_range is not None:
+            try:
+                self.hex_pane.show_range(*table.byte_range(row))
+            except (ItarError, OSError) as exc:
+                self.status.show_message(describe_error(self.path, exc))
+        for panel in self.panels:
+            panel.on_row_selected(table.name, row)
+        self._preview_row = (tab, row)
+        self._preview_timer.start()
+
+    def _on_selection_count(self, tab: TableTab, count: int) -> None:
+        if tab is self.current_tab():
+            self.status.set_selection(tab.table, tab.grid.current_source_row(), count)
+
+    def _feed_preview(self) -> None:
+        if self._preview_row is None:
+            return
+        tab, row = self._preview_row
+        table = tab.table
+        name = f"{table.name} row {row:,}"
+        if table.payload is None:
+            self.preview.show_unavailable(name, f"Rows of “{table.name}” have no payload to preview.")
+        elif table.payload_available is not None and not table.payload_available(row):
+            self.preview.show_unavailable(
+                name, "Preview disabled: the file holding this row's payload is missing (see the warning above).")
+        else:
+            try:
+                payload = table.payload(row)
+            except (ItarError, OSError) as exc:
+                self.preview.show_unavailable(name, f"Could not read the payload: {describe_error(self.path, exc)}")
+            else:
+                self.preview.show_payload(payload)
+                return  # previewReady follows when the decode is on screen
+        self.previewSettled.emit()
+
+    def _highlight_bytes(self, offset: int, size: int) -> None:
+        self.hex_dock.show()
+        self.hex_dock.raise_()
+        self.hex_pane.show_range(offset, size)
+
+    def _drill(self, tab: TableTab, view_row: int) -> None:
+        table = tab.table
+        if table.drill is None or view_row >= tab.model.n_view:
+            return
+        source = tab.model.source_row(view_row)
+        target, rows = table.drill(source)
+        label_col = next((c for c in range(len(table.columns)) if table.columns[c].kind in ("text", "enum")), 0)
+        label = f"{table.name}: {tab.model.text(view_row, label_col)}"
+        self.select_rows(target, rows, label)
+
+    def select_rows(self, table_name: str, rows: object, label: str = "") -> None:
+        """Show ``rows`` of a table: filter its grid to them and focus it (panels and drill-downs)."""
+        tab = self.tabs_by_name.get(table_name)
+        if tab is None:
+            return
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        self.tabs.setCurrentWidget(tab)
+        if len(rows) == 1:  # one row: select it in the full grid rather than filter to it
+            row = int(rows[0])
+            if not tab.grid.go_to_source_row(row):
+                tab.when_applied(lambda: tab.grid.go_to_source_row(row))
+                tab.filter_bar.clear()
+            return
+        tab.set_filter_rows(rows, label or f"{len(rows):,} chosen rows")
+
+    def go_to_row(self, row: int) -> bool:
+        """Select source row ``row`` of the current grid; False if it does not exist or is filtered out."""
+        tab = self.current_tab()
+        if tab is None:
+            return False
+        if tab.grid.go_to_source_row(row):
+            return True
+        n = tab.table.n_rows
+        why = "is hidden by the filter" if 0 <= row < n else f"does not exist (rows 0–{n - 1:,})"
+        self.status.show_message(f"Row {row:,} {why}")
+        return False
+
+    def _tab_failed(self, tab: TableTab, message: str) -> None:
+        self.status.show_message(message)
+        show_error(self, f"Table {tab.table.name}", self.path, message)
+
+    def _update_title(self) -> None:
+        if self.document is None:
+            self.setWindowTitle("iTar Browser")
+        else:
+            self.setWindowTitle(f"{os.path.basename(self.path)} — {self.document.title} — iTar Browser")
+
+    def about(self) -> None:
+        show_about(self)
+
+    # ---- drag and drop, closing ---------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_path(files[0])
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop every worker and close the document (tests call this too)."""
+        self.save_layout()
+        self._cancel_jobs()
+        self.close_document()
+        self.preview.shutdown()
+        for w in list(self._jobs) + ([self._open_worker] if self._open_worker else []):
+            w.quit()

@@ -1,0 +1,132 @@
+"""The status bar (file, format, rows, selection, job progress) and the warning banner."""
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QStatusBar, QToolButton, QWidget
+
+from app.style import banner_colors
+from itarcore.document import Document, Table
+from itarcore.progress import Progress
+
+
+class StatusArea(QObject):
+    cancelRequested = Signal()
+
+    def __init__(self, bar: QStatusBar, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bar = bar
+        self.file_label = self._label("statusFile")
+        self.format_label = self._label("statusFormat")
+        self.rows_label = self._label("statusRows")
+        self.selection_label = self._label("statusSelection")
+        self.progress = QProgressBar(bar)
+        self.progress.setObjectName("jobProgress")
+        self.progress.setMaximumWidth(180)
+        self.progress.setTextVisible(True)
+        self.cancel = QToolButton(bar)
+        self.cancel.setText("Cancel")
+        self.cancel.clicked.connect(self.cancelRequested)
+        for w in (self.selection_label, self.rows_label, self.format_label, self.file_label):
+            bar.addPermanentWidget(w)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel)
+        self._jobs = 0
+        self.job_done(force=True)
+        self.set_document("", None)
+
+    def _label(self, name: str) -> QLabel:
+        label = QLabel(self.bar)
+        label.setObjectName(name)
+        label.setContentsMargins(6, 0, 6, 0)
+        return label
+
+    def show_message(self, text: str, ms: int = 8000) -> None:
+        self.bar.showMessage(text, ms)
+
+    def set_document(self, path: str, doc: Document | None) -> None:
+        self.file_label.setText(os.path.basename(path) if path else "No file")
+        self.file_label.setToolTip(path)
+        self.format_label.setText(doc.title if doc is not None else "")
+        self.format_label.setVisible(doc is not None)
+        if doc is not None and doc.tables:
+            self.set_rows(doc.tables[0].n_rows, doc.tables[0].n_rows)
+        else:
+            self.rows_label.clear()
+        self.selection_label.clear()
+
+    def set_rows(self, shown: int, total: int) -> None:
+        self.rows_label.setText(f"{shown:,} of {total:,} rows" if shown != total else f"{total:,} rows")
+
+    def set_selection(self, table: Table, row: int, count: int) -> None:
+        if row < 0:
+            self.selection_label.setText("")
+            return
+        text = f"{table.name} row {row:,}"
+        if count > 1:
+            text += f" · {count:,} rows selected"
+        self.selection_label.setText(text)
+
+    def job_started(self, what: str) -> None:
+        self._jobs += 1
+        self.progress.setRange(0, 0)  # busy until the first progress report
+        self.progress.setFormat(what)
+        self.progress.setToolTip(what)
+        self.progress.show()
+        self.cancel.show()
+
+    def job_progress(self, p: Progress) -> None:
+        if p.total > 1:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * p.fraction))
+            self.progress.setFormat(f"{p.message or p.unit} %p%")
+
+    def job_done(self, force: bool = False) -> None:
+        self._jobs = 0 if force else max(0, self._jobs - 1)
+        if self._jobs == 0:
+            self.progress.hide()
+            self.cancel.hide()
+
+
+class WarningBanner(QFrame):
+    """Shown above the grids while a document has warnings (e.g. missing shards)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("warningBanner")
+        self.label = QLabel(self)
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton(self)
+        close.setText("✕")
+        close.setToolTip("Hide this warning")
+        close.setAutoRaise(True)
+        close.clicked.connect(self.hide)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 6, 6, 6)
+        lay.addWidget(self.label, 1)
+        lay.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.warnings: list[str] = []
+        self.hide()
+
+    def set_warnings(self, warnings: list[str]) -> None:
+        self.warnings = list(warnings)
+        self.label.setText("⚠  " + "\n⚠  ".join(self.warnings) if self.warnings else "")
+        self._recolor()
+        self.setVisible(bool(self.warnings))
+
+    def _recolor(self) -> None:
+        colors = banner_colors(self.palette())
+        if colors == getattr(self, "_colors", None):
+            return  # setting a style sheet changes the palette again: avoid the loop
+        self._colors = colors
+        bg, fg, border = colors
+        self.setStyleSheet(f"#warningBanner {{ background: {bg}; border-bottom: 1px solid {border}; }}"
+                           f"#warningBanner QLabel {{ color: {fg}; font-weight: 600; }}")
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange:
+            self._recolor()

@@ -1,0 +1,143 @@
+"""One tab per Table: the filter bar, the grid, and the workers that filter, sort and export."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from PySide6.QtCore import QThreadPool, Signal
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from app.models.csv_export import export_csv
+from app.models.row_selection import SortKey, compute_view_rows
+from app.models.windowed_table_model import WINDOW, WindowedTableModel
+from app.views.filter_bar import FilterBar
+from app.views.table_view import TableGrid
+from app.workers import JobWorker
+from itarcore.document import Table
+
+
+class TableTab(QWidget):
+    viewApplied = Signal()  # a filter/sort result is on screen
+    busy = Signal(str)  # what a worker is doing
+    progressed = Signal(object)  # itarcore Progress of the running job
+    idle = Signal()
+    failed = Signal(str)  # a readable message
+    exported = Signal(str, int)  # path, rows
+
+    def __init__(self, table: Table, window: int = WINDOW, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.table = table
+        self.model = WindowedTableModel(table, window, self)
+        self.filter_bar = FilterBar(table, self)
+        self.grid = TableGrid(self.model, self)
+        self.sort_key: SortKey | None = None
+        self._generation = 0
+        self._workers: list[JobWorker] = []
+        self._after_apply: list = []
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.filter_bar)
+        lay.addWidget(self.grid, 1)
+        self.filter_bar.filterChanged.connect(self.refresh)
+        self.grid.sortRequested.connect(self.sort_by)
+        self.filter_bar.set_count(table.n_rows, table.n_rows)
+
+    @property
+    def is_busy(self) -> bool:
+        return any(w.is_running for w in self._workers)
+
+    def sort_by(self, title: str, descending: bool = False) -> None:
+        self.sort_key = SortKey(title, descending)
+        self.refresh()
+
+    def when_applied(self, fn) -> None:
+        """Call ``fn`` once the next filter/sort result is on screen."""
+        self._after_apply.append(fn)
+
+    def set_filter_rows(self, rows: np.ndarray, label: str) -> None:
+        """Show only ``rows`` (a drill-down from another table)."""
+        self.filter_bar.set_drill(np.asarray(rows, dtype=np.int64), label)
+
+    def refresh(self) -> None:
+        """Recompute the view rows from the filter bar and the sort key, in a worker."""
+        try:
+            flt = self.filter_bar.row_filter()
+        except ValueError as exc:
+            self.failed.emit(str(exc))
+            return
+        if not flt.active and self.sort_key is None:
+            self._start_generation()
+            self._apply(self._generation, None)
+            return
+        # the substring filter searches lazy values already shown: snapshot them here, on the GUI thread
+        snapshot = {c.title: self.model.resolved(c.title) for c in self.table.columns if c.lazy}
+        gen = self._start_generation()
+        what = "sorting" if self.sort_key is not None and not flt.active else "filtering"
+        self.filter_bar.set_count(self.model.n_view, self.table.n_rows, busy=what.capitalize())
+        self._run(compute_view_rows, self.table, flt, self.sort_key, snapshot.get,
+                  on_result=lambda rows, g=gen: self._apply(g, rows), what=what)
+
+    def _start_generation(self) -> int:
+        for w in self._workers:
+            w.quit()  # a newer request wins; the old result is dropped by its generation
+        self._generation += 1
+        return self._generation
+
+    def _run(self, fn, *args, on_result, what: str) -> JobWorker:
+        done = threading.Event()
+
+        def job(*a, progress, cancel):
+            try:
+                return fn(*a, progress=progress, cancel=cancel)
+            finally:
+                done.set()
+
+        worker = JobWorker(job, *args)
+        worker.done_event = done  # type: ignore[attr-defined]
+        worker.returned.connect(on_result)
+        worker.errored.connect(self._on_error)
+        worker.progressed.connect(self.progressed)
+        worker.finished.connect(lambda w=worker: self._on_finished(w))
+        self._workers.append(worker)
+        self.busy.emit(what)
+        worker.start()
+        return worker
+
+    def _on_finished(self, worker: JobWorker) -> None:
+        if worker in self._workers:
+            self._workers.remove(worker)
+        if not self._workers:
+            self.idle.emit()
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.filter_bar.set_count(self.model.n_view, self.table.n_rows)
+        self.failed.emit(str(exc))
+
+    def _apply(self, generation: int, rows: np.ndarray | None) -> None:
+        if generation != self._generation:
+            return
+        if self.sort_key is None:
+            self.grid.clear_sort_indicator()
+        self.model.set_view_rows(rows)
+        self.filter_bar.set_count(self.model.n_view, self.table.n_rows)
+        callbacks, self._after_apply = self._after_apply, []
+        for fn in callbacks:
+            fn()
+        self.viewApplied.emit()
+
+    def export(self, path: str) -> JobWorker:
+        rows = self.model.view_rows
+        worker = self._run(export_csv, self.table, rows, path,
+                           on_result=lambda n, p=path: self.exported.emit(p, int(n)), what="exporting")
+        return worker
+
+    def shutdown(self) -> None:
+        """Cancel and wait for this tab's workers (a sort in numpy finishes its current call)."""
+        pool = QThreadPool.globalInstance()
+        for w in list(self._workers):
+            w.quit()
+            if pool.tryTake(w):  # still queued: it will never run
+                self._workers.remove(w)
+        for w in self._workers:
+            w.done_event.wait(30)  # type: ignore[attr-defined]

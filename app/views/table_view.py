@@ -1,0 +1,271 @@
+"""A grid for any number of rows: a QTableView over a windowed model plus a full-range scrollbar.
+
+The inner view only ever holds ``WINDOW`` rows (so it stays far below Qt's 2**31
+pixel limit). Its own vertical scrollbar is hidden; the visible one spans all view
+rows. Moving it, the wheel or the keyboard near the window's edges slides the model's
+window, the way ViTables does.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence
+from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QScrollBar, QTableView, QWidget
+
+from app.models.windowed_table_model import WindowedTableModel
+
+
+class _InnerView(QTableView):
+    jumpRequested = Signal(int)  # view row; -1 means the last one
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        if ctrl and event.key() == Qt.Key.Key_Home:
+            self.jumpRequested.emit(0)
+            return
+        if ctrl and event.key() == Qt.Key.Key_End:
+            self.jumpRequested.emit(-1)
+            return
+        if event.matches(QKeySequence.StandardKey.Copy):
+            event.ignore()  # the grid's Copy action handles it (TSV of the selection)
+            return
+        super().keyPressEvent(event)
+
+
+class TableGrid(QWidget):
+    currentRowChanged = Signal(int)  # source row, -1 for none
+    selectionCountChanged = Signal(int)
+    sortRequested = Signal(str, bool)  # column title, descending
+
+    def __init__(self, model: WindowedTableModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.view = _InnerView(self)
+        self.view.setModel(model)
+        self.view.setObjectName(f"grid:{model.table.name}")
+        self.scrollbar = QScrollBar(Qt.Orientation.Vertical, self)
+        self.scrollbar.setObjectName("fullRangeScrollBar")
+        self._syncing = False
+        self._current: int | None = None  # current view row (global), survives window moves
+        self._sort: tuple[int, bool] | None = None
+        self._setup_view()
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.view, 1)
+        lay.addWidget(self.scrollbar)
+        self.scrollbar.valueChanged.connect(self._on_scrollbar)
+        self.view.verticalScrollBar().valueChanged.connect(self._on_inner_scrolled)
+        self.view.verticalScrollBar().rangeChanged.connect(lambda *_: self._update_scrollbar())
+        self.view.jumpRequested.connect(lambda r: self.go_to_view_row(self.model.n_view - 1 if r < 0 else r))
+        self.view.selectionModel().currentChanged.connect(self._on_current_changed)
+        self.view.selectionModel().selectionChanged.connect(
+            lambda *_: self.selectionCountChanged.emit(len(self.selected_view_rows())))
+        model.modelReset.connect(self._on_view_changed)
+        model.layoutChanged.connect(self._on_view_changed)
+        self.view.horizontalHeader().sectionClicked.connect(self._on_header_clicked)
+
+    def _setup_view(self) -> None:
+        v = self.view
+        v.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        v.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerItem)
+        v.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
+        v.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        v.setWordWrap(False)
+        v.setAlternatingRowColors(True)
+        v.setCornerButtonEnabled(False)
+        fm = v.fontMetrics()
+        row_h = fm.height() + 6
+        vh = v.verticalHeader()
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # never ResizeToContents
+        vh.setMinimumSectionSize(row_h)
+        vh.setDefaultSectionSize(row_h)
+        digits = len(f"{max(1, self.model.table.n_rows - 1)}")
+        vh.setFixedWidth(fm.horizontalAdvance("9" * digits) + 16)
+        hh = v.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        hh.setStretchLastSection(True)
+        hh.setHighlightSections(False)
+        self._size_columns()
+
+    def _size_columns(self) -> None:
+        """Widths from the titles and the first rows, measured once (not ResizeToContents)."""
+        fm = self.view.fontMetrics()
+        sample = min(self.model.n_view, 40)
+        for c in range(self.model.columnCount()):
+            title = str(self.model.headerData(c, Qt.Orientation.Horizontal))
+            width = fm.horizontalAdvance(title) + 36
+            col = self.model.table.columns[c]
+            if not col.lazy:
+                for r in range(sample):
+                    width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
+            else:
+                width = max(width, fm.horizontalAdvance("x" * 24))
+            self.view.setColumnWidth(c, min(width, 420))
+
+    # ---- scrolling --------------------------------------------------------------------
+    @property
+    def page_rows(self) -> int:
+        h = self.view.verticalHeader().defaultSectionSize()
+        return max(1, self.view.viewport().height() // h)
+
+    def _update_scrollbar(self) -> None:
+        page = self.page_rows
+        self.model.lazy_chunk = page + 1
+        top = self.model.window_start + self.view.verticalScrollBar().value()
+        self._syncing = True
+        self.scrollbar.setRange(0, max(0, self.model.n_view - page))
+        self.scrollbar.setPageStep(page)
+        self.scrollbar.setValue(top)
+        self._syncing = False
+
+    def _on_scrollbar(self, top: int) -> None:
+        if self._syncing:
+            return
+        self._scroll_to_top(top)
+
+    def _scroll_to_top(self, top: int) -> None:
+        m = self.model
+        page = self.page_rows
+        if not (m.window_start <= top and top + page <= m.window_start + m.window_rows):
+            self._move_window(top - m.window // 2)
+        self._syncing = True
+        self.view.verticalScrollBar().setValue(top - m.window_start)
+        self._syncing = False
+        self._update_scrollbar()
+
+    def _on_inner_scrolled(self, value: int) -> None:
+        if self._syncing:
+            return
+        m = self.model
+        margin = m.window // 4
+        top = m.window_start + value
+        near_start = value < margin and m.window_start > 0
+        near_end = value + self.page_rows > m.window_rows - margin and m.window_start + m.window_rows < m.n_view
+        if near_start or near_end:
+            self._move_window(top - m.window // 2)
+            self._syncing = True
+            self.view.verticalScrollBar().setValue(top - m.window_start)
+            self._syncing = False
+        self._update_scrollbar()
+
+    def _move_window(self, start: int) -> None:
+        if not self.model.set_window_start(start):
+            return
+        self._restore_current()
+
+    def _restore_current(self) -> None:
+        """Put Qt's current index back on the same view row after the window slid."""
+        sel = self.view.selectionModel()
+        self._syncing = True
+        try:
+            sel.blockSignals(True)
+            sel.clearSelection()
+            cur = self._current
+            m = self.model
+            if cur is not None and m.window_start <= cur < m.window_start + m.window_rows:
+                col = max(0, self.view.currentIndex().column())
+                idx = m.index(cur - m.window_start, col)
+                sel.setCurrentIndex(idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                                    | QItemSelectionModel.SelectionFlag.Rows)
+            else:
+                sel.setCurrentIndex(QModelIndex(), QItemSelectionModel.SelectionFlag.NoUpdate)
+        finally:
+            sel.blockSignals(False)
+            self._syncing = False
+        self.view.viewport().update()
+
+    # ---- current row and navigation -----------------------------------------------------
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self._syncing:
+            return
+        self._current = self.model.window_start + current.row() if current.isValid() else None
+        self.currentRowChanged.emit(self.current_source_row())
+
+    def current_view_row(self) -> int | None:
+        return self._current
+
+    def current_source_row(self) -> int:
+        if self._current is None or self._current >= self.model.n_view:
+            return -1
+        return self.model.source_row(self._current)
+
+    def go_to_view_row(self, row: int) -> None:
+        """Scroll ``row`` (a view row) into the middle of the viewport and make it current."""
+        m = self.model
+        if m.n_view == 0:
+            return
+        row = max(0, min(int(row), m.n_view - 1))
+        page = self.page_rows
+        top = self.scrollbar.value()
+        if not (top <= row < top + page):
+            self._scroll_to_top(max(0, min(row - page // 2, m.n_view - page)))
+        col = max(0, self.view.currentIndex().column())
+        idx = m.index(row - m.window_start, col)
+        self.view.selectionModel().setCurrentIndex(
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.view.setFocus()
+
+    def go_to_source_row(self, source_row: int) -> bool:
+        """Select a source row; False when it does not exist or the filter hides it."""
+        view_row = self.model.view_row_of(int(source_row))
+        if view_row is None:
+            return False
+        self.go_to_view_row(view_row)
+        return True
+
+    def selected_view_rows(self) -> np.ndarray:
+        rows = {i.row() for i in self.view.selectionModel().selectedIndexes()}
+        return np.asarray(sorted(rows), dtype=np.int64) + self.model.window_start
+
+    def _on_view_changed(self) -> None:
+        self._current = None
+        self._syncing = True
+        self.view.verticalScrollBar().setValue(0)
+        self._syncing = False
+        self._update_scrollbar()
+        self.currentRowChanged.emit(-1)
+
+    # ---- sorting and copying -------------------------------------------------------------
+    def _on_header_clicked(self, section: int) -> None:
+        col = self.model.table.columns[section]
+        if col.lazy:
+            return
+        descending = self._sort is not None and self._sort[0] == section and not self._sort[1]
+        self._sort = (section, descending)
+        hh = self.view.horizontalHeader()
+        hh.setSortIndicatorShown(True)
+        hh.setSortIndicator(section, Qt.SortOrder.DescendingOrder if descending else Qt.SortOrder.AscendingOrder)
+        self.sortRequested.emit(col.title, descending)
+
+    def clear_sort_indicator(self) -> None:
+        self._sort = None
+        self.view.horizontalHeader().setSortIndicatorShown(False)
+
+    def selection_tsv(self) -> str:
+        """The selected cells as tab-separated text; whole selected rows get a header line."""
+        indexes = self.view.selectionModel().selectedIndexes()
+        if not indexes:
+            cur = self.view.currentIndex()
+            indexes = [cur] if cur.isValid() else []
+        if not indexes:
+            return ""
+        cells: dict[int, set[int]] = {}
+        for i in indexes:
+            cells.setdefault(i.row(), set()).add(i.column())
+        cols = sorted(set().union(*cells.values()))
+        full_rows = len(cols) == self.model.columnCount() and all(len(c) == len(cols) for c in cells.values())
+        lines = []
+        if full_rows:
+            lines.append("\t".join(["row"] + [self.model.table.columns[c].title for c in cols]))
+        start = self.model.window_start
+        for r in sorted(cells):
+            values = [self.model.text(start + r, c) if c in cells[r] else "" for c in cols]
+            if full_rows:
+                values.insert(0, str(self.model.source_row(start + r)))
+            lines.append("\t".join(values))
+        return "\n".join(lines)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._update_scrollbar()
