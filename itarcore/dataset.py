@@ -1,0 +1,303 @@
+"""A fold: one .taridx plus its tar shards -> stems, samples and payloads.
+
+Shards are found beside the index as ``<fold>_<suffix>.tar``. The reference maps
+fid to the position of the sorted suffix; when every suffix is a same-width
+number starting at 0, fid ``k`` is the shard numbered ``k``, so a deleted middle
+shard shows as missing instead of silently shifting every later fid.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import xxhash
+
+from .errors import DatasetError, MissingShardError
+from .formats.tar import BLOCK, NAME_LEN, decode_name, scan_tar
+from .formats.taridx import TaridxIndex, read_taridx
+from .indexer import split_name
+from .progress import CancelToken, ProgressCallback, ProgressReporter
+
+_NAME_CACHE_LIMIT = 1 << 20
+
+
+def fold_name(index_path: str | os.PathLike[str]) -> str:
+    return Path(index_path).name.removesuffix(".taridx")
+
+
+def find_shards(folder: str | os.PathLike[str], fold: str) -> dict[int, Path]:
+    """fid -> shard path for the fold's ``<fold>_<suffix>.tar`` files in ``folder``."""
+    pattern = re.compile(rf"^{re.escape(fold)}_(?P<suffix>[^_/]+)\.tar$")
+    found = sorted((m["suffix"], Path(e.path)) for e in os.scandir(folder)
+                   if (m := pattern.match(e.name)) and e.is_file())
+    suffixes = [s for s, _ in found]
+    numeric = suffixes and all(s.isdigit() and len(s) == len(suffixes[0]) for s in suffixes)
+    if numeric and int(suffixes[0]) == 0:
+        return {int(s): p for s, p in found}
+    return {fid: p for fid, (_, p) in enumerate(found)}
+
+
+def shard_name_for(fold: str, fid: int, known: dict[int, Path]) -> str:
+    """The file name a fid's shard should have (used to name missing shards)."""
+    if fid in known:
+        return known[fid].name
+    widths = {len(p.stem.rsplit("_", 1)[-1]) for p in known.values()} or {4}
+    return f"{fold}_{fid:0{max(widths)}d}.tar"
+
+
+@dataclass
+class SampleGroups:
+    """Samples = runs/groups of rows with equal (keyhash, crashid), in order of first row."""
+
+    starts: np.ndarray  # int64, n_samples + 1 offsets into `order`
+    order: np.ndarray | None  # row permutation grouping samples; None when rows are already contiguous
+    keyhash: np.ndarray
+    crashid: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.starts) - 1
+
+    def rows_of(self, sample: int) -> np.ndarray:
+        lo, hi = int(self.starts[sample]), int(self.starts[sample + 1])
+        return np.arange(lo, hi) if self.order is None else self.order[lo:hi]
+
+    def sample_of_row(self, row: int) -> int:
+        if self.order is None:
+            return int(np.searchsorted(self.starts, row, side="right")) - 1
+        pos = int(np.flatnonzero(self.order == row)[0])
+        return int(np.searchsorted(self.starts, pos, side="right")) - 1
+
+
+class Dataset:
+    """An opened fold. Use :meth:`open`; close with :meth:`close` or a ``with`` block."""
+
+    def __init__(self, index: TaridxIndex, shard_paths: dict[int, Path]) -> None:
+        self.index = index
+        self.path = index.path
+        self.fold = fold_name(index.path)
+        self._shards = shard_paths
+        self._maps: dict[int, mmap.mmap] = {}
+        self._long_names: dict[int, dict[int, bytes]] = {}
+        self._names: dict[int, bytes] = {}
+        self._referenced: np.ndarray | None = None
+        self._samples: SampleGroups | None = None
+
+    @classmethod
+    def open(cls, index_path: str | os.PathLike[str], shard_dir: str | os.PathLike[str] | None = None,
+             check_rows: bool | None = None) -> "Dataset":
+        index = read_taridx(index_path, check_rows=check_rows)
+        folder = shard_dir if shard_dir is not None else Path(index_path).resolve().parent
+        return cls(index, find_shards(folder, fold_name(index_path)))
+
+    # -- shards -----------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return self.index.n_rows
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.index.rows
+
+    @property
+    def extensions(self) -> list[str]:
+        return self.index.extensions
+
+    @property
+    def shard_paths(self) -> dict[int, Path]:
+        return dict(self._shards)
+
+    def referenced_fids(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+                        chunk: int = 1 << 23) -> np.ndarray:
+        if self._referenced is None:
+            reporter = ProgressReporter(progress, self.n_rows, "rows", cancel)
+            seen = np.zeros(1 << 16, bool)
+            fid = self.rows["fid"]
+            for start in range(0, self.n_rows, chunk):
+                seen[np.unique(fid[start : start + chunk])] = True
+                reporter.update(min(self.n_rows, start + chunk))
+            self._referenced = np.flatnonzero(seen)
+        return self._referenced
+
+    def shard_name(self, fid: int) -> str:
+        return shard_name_for(self.fold, fid, self._shards)
+
+    @property
+    def missing_fids(self) -> list[int]:
+        return [int(f) for f in self.referenced_fids() if int(f) not in self._shards]
+
+    @property
+    def missing_shards(self) -> list[str]:
+        return [self.shard_name(f) for f in self.missing_fids]
+
+    def require_shards(self) -> None:
+        if self.missing_fids:
+            raise MissingShardError(self.path, self.missing_shards)
+
+    def has_shard(self, fid: int) -> bool:
+        return fid in self._shards
+
+    def _map(self, fid: int) -> mmap.mmap:
+        mapped = self._maps.get(fid)
+        if mapped is None:
+            path = self._shards.get(fid)
+            if path is None:
+                raise MissingShardError(self.path, [self.shard_name(fid)])
+            with open(path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size == 0:
+                    raise DatasetError(f"{path}: shard is empty")
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._maps[fid] = mapped
+        return mapped
+
+    # -- rows -> bytes and names --------------------------------------------------------------
+    def _check_row(self, row: int) -> np.void:
+        if not 0 <= row < self.n_rows:
+            raise DatasetError(f"{self.path}: row {row} out of range (0..{self.n_rows - 1})")
+        return self.rows[row]
+
+    def read_payload(self, row: int) -> bytes:
+        rec = self._check_row(row)
+        fid, offset, size = int(rec["fid"]), int(rec["offset"]), int(rec["size"])
+        mapped = self._map(fid)
+        if offset + BLOCK + size > len(mapped):
+            raise DatasetError(f"{self._shards[fid]}: row {row} payload [{offset + BLOCK}, {offset + BLOCK + size}) "
+                               f"lies past the end of the shard ({len(mapped)} bytes)")
+        return bytes(mapped[offset + BLOCK : offset + BLOCK + size])
+
+    def ext_of(self, row: int) -> str:
+        return self.extensions[int(self._check_row(row)["extid"])]
+
+    def _long_names_of(self, fid: int) -> dict[int, bytes]:
+        names = self._long_names.get(fid)
+        if names is None:
+            try:
+                scan = scan_tar(self._shards[fid])
+                names = {int(scan.header_offsets[r]): full for r, full in scan.full_names.items()}
+            except Exception:  # a damaged shard still shows the names its headers hold
+                names = {}
+            self._long_names[fid] = names
+        return names
+
+    def member_name_bytes(self, row: int) -> bytes:
+        cached = self._names.get(row)
+        if cached is not None:
+            return cached
+        rec = self._check_row(row)
+        fid, offset = int(rec["fid"]), int(rec["offset"])
+        mapped = self._map(fid)
+        if offset + BLOCK > len(mapped):
+            raise DatasetError(f"{self._shards[fid]}: row {row} header offset {offset} lies past the end of the shard")
+        name = self._long_names_of(fid).get(offset)
+        if name is None:
+            name = bytes(mapped[offset : offset + NAME_LEN]).split(b"\0", 1)[0]
+            if mapped[offset + 257 : offset + 263] == b"ustar\x00":
+                prefix = bytes(mapped[offset + 345 : offset + 500]).split(b"\0", 1)[0]
+                if prefix:
+                    name = prefix + b"/" + name
+        if len(self._names) >= _NAME_CACHE_LIMIT:
+            self._names.clear()
+        self._names[row] = name
+        return name
+
+    def member_names(self, rows: np.ndarray | list[int]) -> list[str]:
+        """Full member names (read lazily from the tar headers); '' for rows whose shard is missing."""
+        out = []
+        for row in np.asarray(rows, dtype=np.int64).tolist():
+            try:
+                out.append(decode_name(self.member_name_bytes(row)))
+            except DatasetError:
+                out.append("")
+        return out
+
+    def stem_names(self, rows: np.ndarray | list[int]) -> list[str]:
+        """Stems of ``rows``, from the member names; crash stems come from the crash table when shards are missing."""
+        out = []
+        for row in np.asarray(rows, dtype=np.int64).tolist():
+            try:
+                out.append(decode_name(split_name(self.member_name_bytes(row))[0]))
+            except DatasetError:
+                crashid = int(self.rows[row]["crashid"])
+                out.append(self.index.crash_stems[crashid - 1] if crashid else "")
+        return out
+
+    # -- stems and samples ------------------------------------------------------------------------
+    def stem_key(self, stem: str) -> tuple[int, int]:
+        """(keyhash, crashid) of a stem: xxh64, and the crash table for colliding stems."""
+        keyhash = xxhash.xxh64_intdigest(stem.encode("utf-8", "surrogateescape"))
+        try:
+            crashid = self.index.crash_stems.index(stem) + 1
+        except ValueError:
+            crashid = 0
+        return keyhash, crashid
+
+    def lookup_stem(self, stem: str, chunk: int = 1 << 23) -> np.ndarray:
+        """Rows of the sample whose stem is exactly ``stem`` (empty if none)."""
+        keyhash, crashid = self.stem_key(stem)
+        hits = []
+        kh, cid = self.rows["keyhash"], self.rows["crashid"]
+        for start in range(0, self.n_rows, chunk):
+            match = np.flatnonzero(kh[start : start + chunk] == np.uint64(keyhash))
+            if len(match):
+                match = match[cid[start + match] == crashid]
+                hits.append(match + start)
+        return np.concatenate(hits) if hits else np.zeros(0, np.int64)
+
+    def compute_samples(self, progress: ProgressCallback | None = None,
+                        cancel: CancelToken | None = None) -> SampleGroups:
+        if self._samples is not None:
+            return self._samples
+        reporter = ProgressReporter(progress, 3, "steps", cancel)
+        kh, cid = self.rows["keyhash"], self.rows["crashid"]
+        n = self.n_rows
+        if n == 0:
+            self._samples = SampleGroups(np.zeros(1, np.int64), None, np.zeros(0, np.uint64), np.zeros(0, np.uint32))
+            return self._samples
+        change = np.flatnonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1])) + 1
+        reporter.update(1)
+        runs = np.concatenate(([0], change, [n])).astype(np.int64)
+        if len(runs) - 1 == self.index.header.n_stems or self._runs_unique(runs):
+            self._samples = SampleGroups(runs, None, kh[runs[:-1]].copy(), cid[runs[:-1]].copy())
+        else:
+            order = np.lexsort((cid, kh))
+            reporter.update(2)
+            skh, scid = kh[order], cid[order]
+            bounds = np.flatnonzero((skh[1:] != skh[:-1]) | (scid[1:] != scid[:-1])) + 1
+            gstart = np.concatenate(([0], bounds)).astype(np.int64)
+            glen = np.diff(np.concatenate((gstart, [n])))
+            # groups in order of first row: sort each group's rows (already ascending within, lexsort is stable)
+            by_first = np.argsort(order[gstart], kind="stable")
+            rank = np.empty_like(by_first)
+            rank[by_first] = np.arange(len(by_first))
+            perm = order[np.argsort(np.repeat(rank, glen), kind="stable")]
+            starts = np.concatenate(([0], np.cumsum(glen[by_first]))).astype(np.int64)
+            first = perm[starts[:-1]]
+            self._samples = SampleGroups(starts, perm, kh[first].copy(), cid[first].copy())
+        reporter.finish()
+        return self._samples
+
+    def _runs_unique(self, runs: np.ndarray) -> bool:
+        keys = np.rec.fromarrays([self.rows["keyhash"][runs[:-1]], self.rows["crashid"][runs[:-1]]])
+        return len(np.unique(keys)) == len(keys)
+
+    def iter_samples(self) -> Iterator[np.ndarray]:
+        groups = self.compute_samples()
+        for i in range(groups.n_samples):
+            yield groups.rows_of(i)
+
+    def close(self) -> None:
+        for mapped in self._maps.values():
+            mapped.close()
+        self._maps.clear()
+        self.index.close()
+
+    def __enter__(self) -> "Dataset":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
