@@ -106,6 +106,8 @@ def convert_tar_to_tbl(
 
     scans = []
     for p in paths:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
         scan = scan_tar(p, cancel=cancel)
         names = scan.names
         codes = np.fromiter((format_for_name(n) for n in names), dtype=np.uint8, count=len(names))
@@ -116,11 +118,11 @@ def convert_tar_to_tbl(
     reporter = ProgressReporter(progress, total, "samples", cancel)
     writer = TblWriter(output, total, version=version, lz4=lz4)
     try:
-        done = 0
         for path, scan, names, codes, rows in scans:
             used_sidecars = _convert_one(writer, path, scan, names, codes, rows, metadata_from, reporter, result)
             result.skipped += scan.n_members - len(rows) - used_sidecars
-            done += len(rows)
+        if cancel is not None:  # the last chance to stop before the output appears
+            cancel.raise_if_cancelled()
         writer.commit()
     except BaseException:
         writer.abort()

@@ -1,0 +1,229 @@
+"""tar -> TBL conversion job, the TBL Document and the CLI, checked against fixtures, tarfile and turboloader."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itarcore import cli
+from itarcore.document import open_document
+from itarcore.document.tbl import CRC_LABELS
+from itarcore.errors import Cancelled, WriteError
+from itarcore.formats.tbl import TblFile
+from itarcore.jobs import convert_tar_to_tbl
+from itarcore.progress import CancelToken
+
+DATA = Path(__file__).parents[1] / "data"
+IMAGES = DATA / "tbl" / "images.tar"
+
+
+def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
+    # only this format's command modules: the CLI shell stays independent of the other formats' progress
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("tbl", "convert"))
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_convert_v2_equals_turboloader_fixture_and_v1_equals_v1code(tmp_path):
+    r = convert_tar_to_tbl([IMAGES], tmp_path / "a.tbl")
+    assert (r.num_samples, r.skipped, r.formats) == (12, 0, {"JPEG": 4, "PNG": 2, "WEBP": 2, "BMP": 2, "TIFF": 2})
+    assert (tmp_path / "a.tbl").read_bytes() == (DATA / "tbl" / "v2_plain.tbl").read_bytes()
+    convert_tar_to_tbl(IMAGES, tmp_path / "b.tbl", version=1, include_formats=["JPEG"])
+    assert (tmp_path / "b.tbl").read_bytes() == (DATA / "tbl" / "v1_from_v1code.tbl").read_bytes()
+    convert_tar_to_tbl(IMAGES, tmp_path / "c.tbl", version=1)
+    assert (tmp_path / "c.tbl").read_bytes() == (DATA / "tbl" / "v1_independent.tbl").read_bytes()
+
+
+def test_convert_shards_with_lz4_and_sidecar_metadata(tmp_path):
+    shards = [DATA / "taridx" / "webds" / f"train_000{i}.tar" for i in range(3)]
+    r = convert_tar_to_tbl(shards, tmp_path / "t.tbl", lz4=True, metadata_from="json")
+    images, sidecars = [], {}
+    for shard in shards:  # independent truth: Python's tarfile
+        with tarfile.open(shard) as tf:
+            for m in tf.getmembers():
+                if not m.isfile():
+                    continue
+                base = m.name.rsplit("/", 1)[-1]
+                stem, _, ext = base.partition(".")
+                data = tf.extractfile(m).read()
+                if ext.lower() in ("jpg", "left.jpg", "png", "webp"):
+                    images.append((m.name, stem, shard.name, data))
+                elif ext.lower() in ("cls", "json"):
+                    sidecars.setdefault(stem, {})[ext.lower()] = data
+    assert r.num_samples == len(images) and r.compressed > 0
+    with TblFile(tmp_path / "t.tbl") as tbl:
+        assert tbl.verify().ok
+        for i, (name, stem, shard, data) in enumerate(images):
+            assert tbl.read_sample(i) == data
+            (block,) = tbl.metadata_for(i)
+            meta = tbl.decode_metadata(block)
+            assert (meta["name"], meta["stem"], meta["shard"]) == (name, stem, shard)
+            side = sidecars.get(stem, {})
+            if "cls" in side:
+                assert meta["cls"] == int(side["cls"])
+            if "json" in side:
+                assert meta["json"] == json.loads(side["json"])
+    tl = pytest.importorskip("turboloader", reason="turboloader (optional interop dependency) cannot be imported")
+    ref = tl.TblReaderV2(str(tmp_path / "t.tbl"), verify_checksums=True)
+    assert [ref.read_sample(i) for i in range(len(images))] == [d for *_, d in images]
+    assert json.loads(ref.read_metadata(0)[0])["name"] == images[0][0]
+
+
+def test_convert_cancel_leaves_no_output(tmp_path):
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        convert_tar_to_tbl(IMAGES, tmp_path / "x.tbl", cancel=token)
+    assert os.listdir(tmp_path) == []
+    later = CancelToken()
+    seen = []
+
+    def cancel_after_first_report(p):  # cancels once samples have been written to the temp file
+        seen.append(p.done)
+        later.cancel()
+
+    with pytest.raises(Cancelled):
+        convert_tar_to_tbl(IMAGES, tmp_path / "x.tbl", progress=cancel_after_first_report, cancel=later)
+    assert seen and seen[0] > 0 and os.listdir(tmp_path) == []
+
+
+def test_convert_refuses_bad_requests_and_corrupt_tar(tmp_path):
+    with pytest.raises(WriteError, match="v1 has no metadata"):
+        convert_tar_to_tbl(IMAGES, tmp_path / "x.tbl", version=1, metadata_from="json")
+    with pytest.raises(WriteError, match="unknown sample format 'GIF'"):
+        convert_tar_to_tbl(IMAGES, tmp_path / "x.tbl", include_formats=["GIF"])
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(IMAGES.read_bytes()[:3000])
+    with pytest.raises(Exception) as info:
+        convert_tar_to_tbl(cut, tmp_path / "x.tbl")
+    assert "cut.tar" in str(info.value) and type(info.value).__module__ == "itarcore.errors"
+    assert sorted(os.listdir(tmp_path)) == ["cut.tar"]
+
+
+def test_convert_raw_members_and_zero_length(tmp_path):
+    tar_path = tmp_path / "in.tar"
+    with tarfile.open(tar_path, "w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data in [("a/" + "long" * 40 + ".png", b"not really a png"), ("b.jpg", b""), ("c.txt", b"x")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    r = convert_tar_to_tbl(tar_path, tmp_path / "o.tbl", lz4=True)
+    assert (r.num_samples, r.skipped) == (2, 1)
+    with TblFile(tmp_path / "o.tbl") as tbl:
+        assert [tbl.read_sample(i, verify=True) for i in range(2)] == [b"not really a png", b""]
+        assert tbl.entries["width"].tolist() == [0, 0]
+
+
+# -- Document -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["v1_from_v1code.tbl", "v1_independent.tbl", "v2_plain.tbl", "v2_lz4_meta.tbl",
+                                  "v2_empty.tbl"])
+def test_document_for_every_fixture(name):
+    doc = open_document(DATA / "tbl" / name)
+    try:
+        samples = doc.table("samples")
+        with TblFile(DATA / "tbl" / name) as tbl:
+            assert samples.n_rows == tbl.num_samples
+            assert doc.header[0].name == "magic" and doc.header[0].value == (DATA / "tbl" / name).read_bytes()[:4]
+            for row in range(samples.n_rows):
+                p = samples.payload(row)
+                assert bytes(p.data) == tbl.read_sample(row)
+                assert samples.byte_range(row) == (int(tbl.entries["offset"][row]), int(tbl.entries["size"][row]))
+            if tbl.version == 2 and tbl.num_samples:
+                status = samples.column("CRC status")
+                assert [CRC_LABELS[c] for c in status.values] == ["ok"] * tbl.num_samples
+                flags = next(f for f in doc.header if f.name == "flags")
+                assert "has checksums" in flags.text
+                assert next(f for f in doc.header if f.name == "header_crc32").text.endswith("(ok)")
+    finally:
+        doc.close()
+
+
+def test_document_payload_ext_meta_and_metadata_table():
+    doc = open_document(DATA / "tbl" / "v2_lz4_meta.tbl")
+    try:
+        samples, meta = doc.table("samples"), doc.table("metadata")
+        exts = [samples.payload(i).ext for i in range(samples.n_rows)]
+        assert exts[:5] == ["jpg", "png", "webp", "bmp", "tiff"]
+        assert samples.payload(0).meta["width"] == 16 and samples.payload(0).meta["height"] == 12
+        assert meta.n_rows == 12 and json.loads(meta.payload(4).data) == {"label": 1, "name": "class1/img_004.tif"}
+        assert meta.drill(4)[0] == "samples" and meta.drill(4)[1].tolist() == [4]
+        assert samples.drill(4)[1].tolist() == [4]
+        assert samples.lookup("class2/img_011.jpg").tolist() == [11]
+    finally:
+        doc.close()
+
+
+def test_document_raw_u8_payload_has_dims(tmp_path):
+    from itarcore.formats.tbl_write import TblWriter
+
+    pixels = np.arange(4 * 3 * 3, dtype=np.uint8).tobytes()
+    with TblWriter(tmp_path / "raw.tbl", 1) as w:
+        w.add(pixels, "RAW_U8", 4, 3)
+    doc = open_document(tmp_path / "raw.tbl")
+    try:
+        p = doc.table("samples").payload(0)
+        assert (p.ext, p.meta["width"], p.meta["height"], p.meta["channels"]) == ("raw_u8", 4, 3, 3)
+    finally:
+        doc.close()
+
+
+def test_document_opens_bad_header_crc_with_warning(tmp_path):
+    raw = bytearray((DATA / "tbl" / "v2_plain.tbl").read_bytes())
+    raw[50] = 7
+    (tmp_path / "b.tbl").write_bytes(bytes(raw))
+    doc = open_document(tmp_path / "b.tbl")
+    try:
+        assert any("header CRC-32 mismatch" in w for w in doc.warnings)
+        assert "MISMATCH" in next(f for f in doc.header if f.name == "header_crc32").text
+    finally:
+        doc.close()
+
+
+# -- CLI --------------------------------------------------------------------------------------
+def test_cli_info_json_contract(monkeypatch, capsys):
+    tl = pytest.importorskip("turboloader", reason="turboloader (optional interop dependency) cannot be imported")
+    code, out, _ = run_cli(monkeypatch, capsys, "info", "--json", str(DATA / "tbl" / "v2_lz4_meta.tbl"))
+    d = json.loads(out)
+    ref = tl.TblReaderV2(str(DATA / "tbl" / "v2_lz4_meta.tbl"))
+    assert code == 0 and (d["format"], d["version"], d["num_samples"]) == ("tbl", 2, 12)
+    for i, s in enumerate(d["samples"]):
+        info = ref.get_sample_info(i)
+        assert set(s) == {"offset", "size", "format", "uncompressed_size", "width", "height", "flags"}
+        assert (s["offset"], s["size"], s["uncompressed_size"], s["width"], s["height"], s["format"]) == (
+            info["offset"], info["size"], info["uncompressed_size"], info["width"], info["height"],
+            info["format"].name)
+        assert s["flags"] == (1 if info["is_compressed"] else 0) | 2
+    code, out, _ = run_cli(monkeypatch, capsys, "info", "--json", str(DATA / "tbl" / "v1_from_v1code.tbl"))
+    d = json.loads(out)
+    assert d["samples"][0] == {"offset": 96, "size": 663, "format": "JPEG"} and d["version"] == 1
+
+
+def test_cli_cat_writes_decoded_bytes(monkeypatch, capfdbinary):
+    with tarfile.open(IMAGES) as tf:
+        first = tf.extractfile(tf.getmembers()[0]).read()
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("tbl", "convert"))
+    code = cli.main(["tbl", "cat", str(DATA / "tbl" / "v2_lz4_meta.tbl"), "0", "--verify"])
+    assert code == 0 and capfdbinary.readouterr().out == first  # sample 0 is LZ4-compressed in the file
+
+
+def test_cli_verify_and_convert(monkeypatch, capsys, tmp_path):
+    code, out, _ = run_cli(monkeypatch, capsys, "convert", "tar-to-tbl", str(IMAGES), str(tmp_path / "o.tbl"),
+                           "--lz4", "--metadata-from", "json")
+    assert code == 0 and "12 samples" in out
+    code, out, _ = run_cli(monkeypatch, capsys, "tbl", "verify", str(tmp_path / "o.tbl"))
+    assert code == 0 and "12 sample CRCs checked, 0 bad" in out
+    raw = bytearray((tmp_path / "o.tbl").read_bytes())
+    with TblFile(tmp_path / "o.tbl") as tbl:
+        at = int(tbl.entries["offset"][3]) + 60
+    raw[at] ^= 0x55
+    (tmp_path / "o.tbl").write_bytes(bytes(raw))
+    code, out, _ = run_cli(monkeypatch, capsys, "tbl", "verify", "--json", str(tmp_path / "o.tbl"))
+    assert code == 1 and json.loads(out)["bad_samples"] == [3]
+    code, _, err = run_cli(monkeypatch, capsys, "tbl", "cat", str(tmp_path / "o.tbl"), "3", "--verify")
+    assert code == 2 and "entry[3].crc16" in err and err.count("\n") == 1
