@@ -1,0 +1,136 @@
+"""The grid's model without a view: windowing, formatting, lazy values, filters, sort, CSV."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from app.models.csv_export import export_csv  # noqa: E402
+from app.models.row_selection import RowFilter, SortKey, compute_view_rows, filter_rows, sort_rows  # noqa: E402
+from app.models.windowed_table_model import WindowedTableModel  # noqa: E402
+from itarcore.document import Column, Table  # noqa: E402
+
+N = 5000
+EXTS = ["jpg", "json", "cls"]
+
+
+class StemResolver:
+    """A lazy column that records which rows it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def __call__(self, rows: np.ndarray) -> list[str]:
+        self.asked.extend(int(r) for r in rows)
+        return [f"sample{r // 3:05d}" for r in rows]
+
+
+def make_table(resolver: StemResolver | None = None) -> tuple[Table, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(7)
+    cols = {
+        "size": rng.integers(0, 100_000, N).astype(np.uint64),
+        "extension": (np.arange(N) % 3).astype(np.uint16),
+        "keyhash": rng.integers(0, 2**63, N, dtype=np.int64).astype(np.uint64) * 2 + 1,
+    }
+    stems = resolver or StemResolver()
+    names = np.asarray([f"sample{r // 3:05d}" for r in range(N)])
+    table = Table(
+        "rows", N,
+        [Column("size", cols["size"], "size"), Column("extension", cols["extension"], "enum", EXTS),
+         Column("keyhash", cols["keyhash"], "hex"), Column("stem", stems, "text")],
+        lookup=lambda text: np.flatnonzero(names == text),
+        lookup_label="stem",
+    )
+    return table, cols
+
+
+def test_window_exposes_at_most_window_rows_and_maps_to_source():
+    table, cols = make_table()
+    model = WindowedTableModel(table, window=1000)
+    assert model.rowCount() == 1000 and model.columnCount() == 4
+    assert model.n_view == N
+    model.set_window_start(4500)  # clamped so the window ends at the last row
+    assert model.window_start == 4000 and model.rowCount() == 1000
+    last = model.index(999, 0)
+    assert model.data(last) == f"{int(cols['size'][N - 1]):,}"
+    assert model.headerData(999, Qt.Orientation.Vertical) == str(N - 1)
+    assert model.data(model.index(0, 1)) == EXTS[4000 % 3]
+    assert model.data(model.index(0, 2)) == f"{int(cols['keyhash'][4000]):016x}"
+    assert model.data(model.index(0, 0), Qt.ItemDataRole.ToolTipRole) is None  # roles not served: None
+
+
+def test_lazy_column_is_asked_only_for_rows_around_the_request():
+    resolver = StemResolver()
+    table, _ = make_table(resolver)
+    model = WindowedTableModel(table, window=1000)
+    model.lazy_chunk = 20
+    assert model.data(model.index(100, 3)) == "sample00033"
+    assert resolver.asked == list(range(100, 120))
+    assert model.data(model.index(105, 3)) == "sample00035"  # cached: no new call
+    assert len(resolver.asked) == 20
+    assert model.resolved("stem")[119] == "sample00039"
+
+
+def test_filter_by_enum_range_and_key_match_numpy_truth():
+    table, cols = make_table()
+    flt = RowFilter(enums={"extension": {1}}, ranges={"size": (1000, 50_000)})
+    got = filter_rows(table, flt)
+    truth = np.flatnonzero((cols["extension"] == 1) & (cols["size"] >= 1000) & (cols["size"] <= 50_000))
+    assert np.array_equal(got, truth) and len(truth) > 100
+    got = filter_rows(table, RowFilter(key="sample00010"))
+    assert got.tolist() == [30, 31, 32]
+    got = filter_rows(table, RowFilter(key="sample00010", enums={"extension": {2}}))
+    assert got.tolist() == [32]
+    assert filter_rows(table, RowFilter()) is None
+
+
+def test_substring_on_lazy_column_searches_only_resolved_names():
+    table, _ = make_table()
+    resolved = {0: "sample00000", 1: "sample00000", 40: "sample00013", 41: "sample00013"}
+    got = filter_rows(table, RowFilter(substring=("stem", "00013")), resolved={"stem": resolved}.get)
+    assert got.tolist() == [40, 41]  # row 39 is also sample00013 but was never resolved
+
+
+def test_sort_is_stable_both_ways():
+    table, cols = make_table()
+    asc = sort_rows(table, SortKey("extension"), None)
+    # by label: cls(2) < jpg(0) < json(1); within a label, ascending row order
+    assert asc[:3].tolist() == [2, 5, 8]
+    assert np.array_equal(asc, np.concatenate([np.arange(2, N, 3), np.arange(0, N, 3), np.arange(1, N, 3)]))
+    desc = sort_rows(table, SortKey("size", descending=True), None)
+    sizes = cols["size"][desc]
+    assert np.all(sizes[:-1] >= sizes[1:])
+    ties = [(int(s), int(r)) for s, r in zip(sizes, desc)]
+    assert ties == sorted(ties, key=lambda t: (-t[0], t[1]))  # equal sizes keep row order
+
+
+def test_filter_then_sort_and_view_mapping():
+    table, cols = make_table()
+    rows = compute_view_rows(table, RowFilter(enums={"extension": {0}}), SortKey("size"))
+    truth = np.arange(0, N, 3)[np.argsort(cols["size"][0::3], kind="stable")]
+    assert np.array_equal(rows, truth)
+    model = WindowedTableModel(table, window=1000)
+    model.set_view_rows(rows)
+    assert model.n_view == len(truth) and model.rowCount() == 1000
+    assert model.source_row(0) == truth[0]
+    assert model.view_row_of(int(truth[10])) == 10
+    assert model.view_row_of(1) is None  # a json row: filtered out
+    model.set_view_rows(None)
+    assert model.n_view == N and model.view_row_of(N - 1) == N - 1
+
+
+def test_csv_export_writes_shown_rows_as_displayed(tmp_path):
+    table, cols = make_table()
+    rows = np.asarray([9, 3, 4000], dtype=np.int64)
+    out = tmp_path / "rows.csv"
+    assert export_csv(table, rows, out) == 3
+    with open(out, newline="") as fh:
+        lines = list(csv.reader(fh))
+    assert lines[0] == ["row", "size", "extension", "keyhash", "stem"]
+    assert lines[1] == ["9", f"{int(cols['size'][9]):,}", "jpg", f"{int(cols['keyhash'][9]):016x}", "sample00003"]
+    assert [line[0] for line in lines[1:]] == ["9", "3", "4000"]
+    assert lines[3][2] == EXTS[4000 % 3] and lines[3][4] == "sample01333"
