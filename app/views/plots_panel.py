@@ -47,18 +47,21 @@ def bin_edges(k: int) -> tuple[int, int]:
     return (0, 1) if k == 0 else (1 << (k - 1), 1 << k)
 
 
-def compute_fold_stats(rows: np.ndarray, n_ext: int, n_shards: int, progress: ProgressCallback | None = None,
+def compute_fold_stats(rows: np.ndarray, n_ext: int, progress: ProgressCallback | None = None,
                        cancel: CancelToken | None = None) -> FoldStats:
-    """Per-extension size histogram and per-shard totals from rows with fields extid, fid, size."""
+    """Per-extension size histogram and per-shard totals from rows with fields extid, fid, size.
+
+    Shards are counted up to the highest fid seen (fid is u16, so at most 65,536 bins).
+    """
     n = len(rows)
     hist = np.zeros(max(n_ext, 1) * N_SIZE_BINS, dtype=np.int64)
-    per_rows = np.zeros(max(n_shards, 1), dtype=np.int64)
-    per_bytes = np.zeros(max(n_shards, 1), dtype=np.int64)
+    per_rows = np.zeros(1 << 16, dtype=np.int64)
+    per_bytes = np.zeros(1 << 16, dtype=np.int64)
     reporter = ProgressReporter(progress, n, unit="rows", cancel=cancel)
     for start in range(0, n, CHUNK):
         chunk = rows[start:start + CHUNK]
         ext = np.clip(chunk["extid"].astype(np.int64), 0, max(n_ext, 1) - 1)
-        fid = np.clip(chunk["fid"].astype(np.int64), 0, max(n_shards, 1) - 1)
+        fid = chunk["fid"].astype(np.int64)
         size = chunk["size"]
         hist += np.bincount(ext * N_SIZE_BINS + size_bin(size), minlength=hist.size)
         per_rows += np.bincount(fid, minlength=per_rows.size)
@@ -68,6 +71,8 @@ def compute_fold_stats(rows: np.ndarray, n_ext: int, n_shards: int, progress: Pr
         per_bytes += np.bincount(fid, weights=low, minlength=per_bytes.size).astype(np.int64)
         per_bytes += np.bincount(fid, weights=high, minlength=per_bytes.size).astype(np.int64) << 24
         reporter.update(min(n, start + CHUNK))
+    used = np.flatnonzero(per_rows)
+    n_shards = int(used[-1]) + 1 if len(used) else 0
     return FoldStats(hist.reshape(max(n_ext, 1), N_SIZE_BINS)[:n_ext], per_rows[:n_shards], per_bytes[:n_shards], n)
 
 
@@ -113,7 +118,6 @@ class PlotsPanel(FormatPanel):
         self.dataset = document.source
         index = self.dataset.index
         self.extensions = [e or "(none)" for e in index.extensions]
-        self.shard_names = [p.name if hasattr(p, "name") else str(p) for p in self.dataset.shard_paths]
         self.stats: FoldStats | None = None
         self._worker: JobWorker | None = None
 
@@ -180,7 +184,7 @@ class PlotsPanel(FormatPanel):
             return
         rows = self.dataset.index.rows
         self.status.setText(f"Counting {len(rows):,} rows…")
-        worker = JobWorker(compute_fold_stats, rows, len(self.extensions), len(self.shard_names))
+        worker = JobWorker(compute_fold_stats, rows, len(self.extensions))
         worker.progressed.connect(lambda p: self.status.setText(f"Counting rows… {p.fraction:.0%}"))
         worker.returned.connect(self._show_stats)
         worker.errored.connect(lambda exc: self.status.setText(f"Could not compute the plots: {exc}"))
@@ -200,7 +204,7 @@ class PlotsPanel(FormatPanel):
         self._draw_shards(stats)
         total = int(stats.bytes_per_shard.sum())
         self.status.setText(f"{stats.n_rows:,} rows · {len(self.extensions)} extensions · "
-                            f"{len(self.shard_names)} shards · {human_size(total)} of payloads")
+                            f"{len(stats.rows_per_shard)} shards · {human_size(total)} of payloads")
         self.computed.emit()
 
     def _draw_histogram(self, stats: FoldStats) -> None:
@@ -236,7 +240,9 @@ class PlotsPanel(FormatPanel):
                                    brush=series_colour(0), pen=pg.mkPen(None))
             plot.addItem(bars)
             plot.setXRange(-0.6, max(len(x) - 0.4, 0.6), padding=0)
-        names = "\n".join(f"{i}: {n}" for i, n in enumerate(self.shard_names[:40]))
+        names = "\n".join(f"{i}: {self.dataset.shard_name(i)}" for i in range(min(len(x), 40)))
+        if len(x) > 40:
+            names += f"\n… {len(x) - 40:,} more"
         self.rows_plot.setToolTip(names)
         self.bytes_plot.setToolTip(names)
 

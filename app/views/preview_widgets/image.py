@@ -101,8 +101,13 @@ class ImagePane(QWidget):
             self.item.setImage(display, autoLevels=False, levels=(0, 255))
         else:
             self.item.setImage(display, autoLevels=False, levels=levels)
-        self.viewbox.autoRange(padding=0.02)
+        self.fit()
         self.readout.setText(self.hint())
+
+    def fit(self) -> None:
+        """Show the whole image, and keep fitting it as the pane resizes until the user zooms or pans."""
+        self.viewbox.autoRange(padding=0.02)
+        self.viewbox.enableAutoRange(enable=True)
 
     def image_size(self) -> tuple[int, int]:
         """(width, height) in pixels of what is shown."""
@@ -139,4 +144,4 @@ class ImagePane(QWidget):
 
     def _on_mouse_clicked(self, event) -> None:
         if event.double():
-            self.viewbox.autoRange(padding=0.02)
+            self.fit()

@@ -55,7 +55,8 @@ class TableView(QWidget):
         super().__init__(parent)
         rows: list[dict] = list(table.get("rows") or [])
         schema = str(table.get("schema") or "")
-        columns: list[str] = []
+        columns: list[str] = list(table.get("columns") or [])
+        total = int(table.get("num_rows", len(rows)))
         for row in rows[:TABLE_ROW_LIMIT]:
             for key in row:
                 if key not in columns:
@@ -69,9 +70,9 @@ class TableView(QWidget):
             for c, key in enumerate(columns):
                 self.table.setItem(r, c, QTableWidgetItem(_cell(row.get(key))))
         self.table.resizeColumnsToContents()
-        info = f"{len(rows):,} rows × {len(columns)} columns"
-        if len(rows) > TABLE_ROW_LIMIT:
-            info += f" (showing the first {TABLE_ROW_LIMIT:,})"
+        info = f"{total:,} rows × {len(columns)} columns"
+        if total > len(shown):
+            info += f" (showing the first {len(shown):,})"
         self.info = QLabel(info)
         self.info.setToolTip(schema)
         self.schema = QPlainTextEdit(schema, readOnly=True)

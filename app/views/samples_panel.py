@@ -1,0 +1,278 @@
+"""Samples by stem: one entry per sample, a stem search, and every member side by side.
+
+A sample is a group of rows with equal (keyhash, crashid); ``Dataset.compute_samples``
+finds them in a worker. The list is virtual and windowed (a Qt view breaks past
+~2³¹ pixels of rows), and stem names are read from tar headers for visible entries
+only. Searching a stem goes through xxh64 plus the crash table (``lookup_stem``),
+so it finds any stem exactly; a prefix is matched among names already read.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.views.panels import FormatPanel
+from app.views.preview_widgets.cards import SampleCards
+from app.workers import JobWorker
+from itarcore.document import Document
+from itarcore.errors import ItarError
+
+WINDOW = 1_000_000  # list entries shown at once: 1M × ~20 px stays far below Qt's 2³¹-pixel limit
+NAME_BATCH = 64  # names resolved per tar-header read burst
+NAME_CACHE_LIMIT = 200_000
+
+
+class SampleListModel(QAbstractListModel):
+    """Samples ``base .. base + WINDOW`` of the fold; names resolved lazily and cached."""
+
+    def __init__(self, dataset: Any, groups: Any, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.dataset, self.groups = dataset, groups
+        self.n_samples = int(groups.n_samples)
+        self.base = 0
+        self.names: dict[int, str] = {}  # sample -> stem, filled as entries become visible
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else min(WINDOW, self.n_samples - self.base)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
+            return None
+        sample = self.base + index.row()
+        name = self.stem(sample)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            rows = self.groups.rows_of(sample)
+            return f"sample {sample:,} · {len(rows)} member(s) · first row {int(rows[0]):,}"
+        return f"{sample:,}  {name}"
+
+    def stem(self, sample: int) -> str:
+        name = self.names.get(sample)
+        if name is None:
+            self.resolve(range(sample, min(sample + NAME_BATCH, self.n_samples)))
+            name = self.names.get(sample, "?")
+        return name
+
+    def resolve(self, samples: range | list[int]) -> None:
+        todo = [s for s in samples if s not in self.names]
+        if not todo:
+            return
+        if len(self.names) > NAME_CACHE_LIMIT:
+            self.names.clear()
+        first_rows = np.array([int(self.groups.rows_of(s)[0]) for s in todo], dtype=np.int64)
+        try:
+            stems = self.dataset.stem_names(first_rows)
+        except (ItarError, OSError):  # a missing or damaged shard: show the hash instead
+            stems = [f"(keyhash {int(self.groups.keyhash[s]):016x})" for s in todo]
+        for s, stem in zip(todo, stems):  # '' means the shard is missing: the hash still tells samples apart
+            self.names[s] = str(stem) or f"(keyhash {int(self.groups.keyhash[s]):016x})"
+
+    def ensure_visible(self, sample: int) -> int:
+        """Re-base the window so ``sample`` is in it; returns its list row."""
+        if not (self.base <= sample < self.base + WINDOW):
+            self.beginResetModel()
+            self.base = max(0, min(sample - WINDOW // 2, self.n_samples - WINDOW))
+            self.endResetModel()
+        return sample - self.base
+
+
+class SamplesPanel(FormatPanel):
+    title = "Samples"
+    samplesReady = Signal()  # samples are grouped and listed
+    sampleShown = Signal(int)  # the cards of this sample are on screen
+
+    def __init__(self, document: Document, parent: QWidget | None = None) -> None:
+        super().__init__(document, parent)
+        self.dataset = document.source
+        self.groups: Any = None
+        self.model: SampleListModel | None = None
+        self.current = -1
+        self._worker: JobWorker | None = None
+
+        self.search = QLineEdit(placeholderText="Find a stem: exact (any stem), or a prefix of names already listed")
+        self.search.setClearButtonEnabled(True)
+        self.search.returnPressed.connect(self.find)
+        self.prev_button = QToolButton(text="◀ Previous", toolTip="Previous sample (Alt+Left or P)")
+        self.next_button = QToolButton(text="Next ▶", toolTip="Next sample (Alt+Right or N)")
+        self.prev_button.clicked.connect(self.previous_sample)
+        self.next_button.clicked.connect(self.next_sample)
+        self.position = QLabel()
+        self.message = QLabel("Grouping rows into samples…")
+        self.message.setWordWrap(True)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.prev_button)
+        top.addWidget(self.next_button)
+        top.addWidget(self.position)
+
+        self.list = QListView()
+        self.list.setUniformItemSizes(True)  # only visible entries are asked for, at one fixed height
+        self.list.setMinimumWidth(160)
+        self.cards = SampleCards()
+        self.cards.rowClicked.connect(lambda row: self.selectRows.emit("rows", np.array([row], dtype=np.int64)))
+        self.cards.cardsReady.connect(lambda: self.sampleShown.emit(self.current))
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.list)
+        split.addWidget(self.cards)
+        split.setStretchFactor(1, 1)
+        split.setSizes([220, 700])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.message)
+        layout.addWidget(split, 1)
+
+        for keys, slot in (("Alt+Right", self.next_sample), ("N", self.next_sample),
+                           ("Alt+Left", self.previous_sample), ("P", self.previous_sample),
+                           ("Ctrl+F", self.search.setFocus)):
+            shortcut = QShortcut(QKeySequence(keys), self, slot)
+            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self._set_navigation_enabled(False)
+        self._start_grouping()
+
+    # -- grouping --------------------------------------------------------------------
+    def _start_grouping(self) -> None:
+        worker = JobWorker(self.dataset.compute_samples)
+        worker.progressed.connect(lambda p: self.message.setText(f"Grouping rows into samples… {p.fraction:.0%}"))
+        worker.returned.connect(self._on_groups)
+        worker.errored.connect(lambda exc: self.message.setText(f"Could not group rows into samples: {exc}"))
+        worker.finished.connect(self._on_worker_finished)
+        self._worker = worker.start()
+
+    def _on_worker_finished(self) -> None:
+        self._worker = None
+
+    def _on_groups(self, groups: Any) -> None:
+        self.groups = groups
+        self.model = SampleListModel(self.dataset, groups, self)
+        self.list.setModel(self.model)
+        self.list.selectionModel().currentChanged.connect(self._on_list_current)
+        n_rows = int(self.dataset.n_rows)
+        text = f"{groups.n_samples:,} samples over {n_rows:,} rows."
+        if groups.n_samples > WINDOW:
+            text += f" The list shows {WINDOW:,} at a time around the current sample."
+        missing = list(getattr(self.dataset, "missing_shards", []) or [])
+        if missing:
+            text += f" {len(missing)} shard(s) missing: their members cannot be shown."
+        self.message.setText(text)
+        self._set_navigation_enabled(groups.n_samples > 0)
+        self.samplesReady.emit()
+        if groups.n_samples:
+            self.go_to_sample(0)
+
+    def shutdown(self) -> None:
+        if self._worker is not None:
+            self._worker.quit()
+        self.cards.shutdown()
+
+    # -- navigation ----------------------------------------------------------------------
+    def go_to_sample(self, sample: int, emit_rows: bool = True) -> None:
+        if self.model is None or not (0 <= sample < self.model.n_samples):
+            return
+        if sample != self.current:
+            self.current = sample
+            self._show_cards(sample)
+            if emit_rows:
+                self.selectRows.emit("rows", np.asarray(self.groups.rows_of(sample), dtype=np.int64))
+        row = self.model.ensure_visible(sample)
+        index = self.model.index(row, 0)
+        if self.list.currentIndex() != index:
+            self.list.setCurrentIndex(index)
+        self.list.scrollTo(index)
+        self.position.setText(f"{sample + 1:,} / {self.model.n_samples:,}")
+
+    def next_sample(self) -> None:
+        if self.model is not None:
+            self.go_to_sample(min(self.current + 1, self.model.n_samples - 1))
+
+    def previous_sample(self) -> None:
+        if self.model is not None:
+            self.go_to_sample(max(self.current - 1, 0))
+
+    def on_row_selected(self, table_name: str, row: int) -> None:
+        if table_name != "rows" or self.groups is None or row < 0:
+            return
+        sample = int(self.groups.sample_of_row(row))
+        if sample != self.current:
+            self.go_to_sample(sample, emit_rows=False)  # the grid already shows this row
+
+    def _on_list_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid() and self.model is not None:
+            self.go_to_sample(self.model.base + current.row())
+
+    # -- search ----------------------------------------------------------------------------
+    def find(self, text: str | None = None) -> int:
+        """Go to the sample of stem ``text`` (exact), else the next listed name with that prefix; -1 if none."""
+        query = self.search.text() if text is None else text
+        if not query or self.model is None:
+            return -1
+        try:
+            rows = np.asarray(self.dataset.lookup_stem(query))
+        except (ItarError, OSError) as exc:
+            self.statusMessage.emit(f"Stem search failed: {exc}")
+            rows = np.empty(0, np.int64)
+        if len(rows):
+            sample = int(self.groups.sample_of_row(int(rows[0])))
+            self.go_to_sample(sample)
+            self.statusMessage.emit(f"Stem “{query}”: sample {sample:,}, {len(rows)} member(s)")
+            return sample
+        sample = self._find_prefix(query)
+        if sample >= 0:
+            self.go_to_sample(sample)
+            self.statusMessage.emit(f"“{query}…”: sample {sample:,} ({self.model.stem(sample)})")
+        else:
+            self.statusMessage.emit(f"No stem “{query}”, and no listed name starts with it")
+        return sample
+
+    def _find_prefix(self, prefix: str) -> int:
+        names = self.model.names if self.model is not None else {}
+        hits = sorted(s for s, name in names.items() if name.startswith(prefix))
+        if not hits:
+            return -1
+        after = [s for s in hits if s > self.current]
+        return after[0] if after else hits[0]  # repeated Enter walks through the matches
+
+    # -- cards -----------------------------------------------------------------------------
+    def _show_cards(self, sample: int) -> None:
+        rows = np.asarray(self.groups.rows_of(sample), dtype=np.int64)
+        stem = self.model.stem(sample) if self.model is not None else ""
+        header = (f"<b>{_escape(stem)}</b> · sample {sample:,} · {len(rows)} member(s) · "
+                  f"rows {_row_span(rows)}")
+        try:
+            names = list(self.dataset.member_names(rows))
+        except (ItarError, OSError):
+            names = [f"row {int(r):,}" for r in rows]
+        exts = [self.dataset.ext_of(int(r)) for r in rows]
+        sizes = [int(s) for s in self.dataset.index.rows["size"][rows]]
+        self.cards.show_sample(header, rows, names, exts, sizes, self.dataset.read_payload)
+
+    def _set_navigation_enabled(self, on: bool) -> None:
+        for w in (self.search, self.prev_button, self.next_button):
+            w.setEnabled(on)
+
+
+def _row_span(rows: np.ndarray) -> str:
+    if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1:
+        return f"{int(rows[0]):,}–{int(rows[-1]):,}"
+    return ", ".join(f"{int(r):,}" for r in rows[:6]) + (" …" if len(rows) > 6 else "")
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+PANELS = [SamplesPanel]
