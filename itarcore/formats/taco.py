@@ -13,8 +13,9 @@ import struct
 import time
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -288,7 +289,8 @@ def _check_arcnames(out: str, names: Sequence[str], entry_members: Sequence[str]
 _CHUNK = 1 << 20
 
 
-def _write_zip(raw, files, sizes, reporter: ProgressReporter) -> None:  # type: ignore[no-untyped-def]
+def _write_zip(raw: BinaryIO, files: Sequence[tuple[str | os.PathLike[str], str]], sizes: list[int],
+               reporter: ProgressReporter) -> None:
     writer = _SparseWriter(raw)
     with zipfile.ZipFile(writer, "w", zipfile.ZIP_STORED) as zf:
         header = zipfile.ZipInfo(HEADER_NAME, date_time=time.localtime()[:6])
@@ -308,7 +310,7 @@ def _write_zip(raw, files, sizes, reporter: ProgressReporter) -> None:  # type: 
     writer.flush()
 
 
-def _chunks(fin):  # type: ignore[no-untyped-def]
+def _chunks(fin: BinaryIO) -> Iterator[bytes]:
     """The file's bytes in chunks; holes of a sparse file come from a zero buffer instead of read()."""
     zero = _SparseWriter._ZERO
     fd, pos = fin.fileno(), 0
@@ -342,7 +344,7 @@ class _SparseWriter:
 
     _ZERO = bytes(_CHUNK)
 
-    def __init__(self, raw) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
         self.end = 0
 
@@ -368,3 +370,6 @@ class _SparseWriter:
 
     def seekable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        """The underlying file belongs to the caller, which syncs and closes it."""
