@@ -42,7 +42,7 @@ def safe_file_name(name: str, fallback: str = "payload.bin") -> str:
     base = re.sub(r"\s+", " ", base)
     if not base or base.upper().split(".")[0] in {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
                                                   *(f"LPT{i}" for i in range(10))}:
-        base = (base + "_" if base else "") + fallback
+        base = "_" + base if base else fallback
     return base[:200]
 
 
