@@ -23,7 +23,7 @@ from app.views.taco_edit_dialog import TacoEditDialog
 from itarcore.document import Document
 from itarcore.formats.taco import BAD_STATUSES, MAX_ENTRIES, TacoArchive
 
-COLUMNS = ["#", "offset", "length", "end", "points at", "status"]
+COLUMNS = ["#", "offset", "length", "points at", "status", "end"]  # the target first: docks are narrow
 BAD_BRUSH = QBrush(QColor(255, 215, 205))
 
 
@@ -49,7 +49,7 @@ class TacoEntriesPanel(FormatPanel):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        for col, width in enumerate((30, 110, 110, 110, 200)):
+        for col, width in enumerate((28, 80, 70, 190, 100)):
             self.table.horizontalHeader().resizeSection(col, width)
         self.table.horizontalHeader().setStretchLastSection(True)
         self._fill()
@@ -74,12 +74,12 @@ class TacoEntriesPanel(FormatPanel):
     def _fill(self) -> None:
         for row, t in enumerate(self.taco.targets):
             end = t.offset + t.length
-            cells = [str(row), f"{t.offset:,}", f"{t.length:,}", f"{end:,}",
-                     t.member.name if t.member else "—", t.status]
+            cells = [str(row), f"{t.offset:,}", f"{t.length:,}", t.member.name if t.member else "—", t.status,
+                     f"{end:,}"]
             bad = t.status in BAD_STATUSES
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if col in (0, 1, 2, 3):
+                if col in (0, 1, 2, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if bad:
                     item.setBackground(BAD_BRUSH)

@@ -72,7 +72,8 @@ def test_each_fixture_shows_its_entries(open_panel, name: str) -> None:
     for row, (offset, length) in enumerate(want["entries"]):
         assert panel.table.item(row, 1).text() == f"{offset:,}"
         assert panel.table.item(row, 2).text() == f"{length:,}"
-        assert panel.table.item(row, 4).text() == want["points_at"][row]
+        assert panel.table.item(row, 3).text() == want["points_at"][row]
+        assert panel.table.item(row, 5).text() == f"{offset + length:,}"
     assert panel.empty_note.isVisibleTo(panel) == (not want["entries"])
 
 
