@@ -1,0 +1,187 @@
+"""TARIDX commands: info, index, rows, stem, cat, verify."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Iterable
+
+
+from ..dataset import Dataset
+from ..errors import DatasetError
+from ..formats.taridx import read_taridx
+from .progressbar import TextProgressBar
+
+
+def info(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    with read_taridx(path) as index:
+        return {
+            "format": "taridx",
+            "file": path,
+            "header": index.header.as_dict(),
+            "extensions": list(index.extensions),
+            "crash_stems": list(index.crash_stems),
+            "rows": index.n_rows,
+        }
+
+
+def info_text(d: dict[str, Any]) -> str:
+    h = d["header"]
+    lines = [f"{d['file']}: TARIDX {h['major']}.{h['minor']}", ""]
+    width = max(len(k) for k in h)
+    lines += [f"  {k:<{width}}  {v}" for k, v in h.items()]
+    flags = "rows contiguous by stem" if h["flags"] & 1 else "rows NOT contiguous by stem"
+    lines += ["", f"  flags: {flags}", "", f"Extensions ({len(d['extensions'])}):"]
+    lines += [f"  {i:>5}  {e if e else '(none)'}" for i, e in enumerate(d["extensions"])]
+    lines += ["", f"Crash stems ({len(d['crash_stems'])}):"]
+    lines += [f"  {i:>5}  {s!r}" for i, s in enumerate(d["crash_stems"], start=1)]
+    lines += ["", f"Rows: {d['rows']:,}"]
+    return "\n".join(lines)
+
+
+def _row_objects(ds: Dataset, rows: Iterable[int]) -> Iterable[dict[str, Any]]:
+    recs = ds.rows
+    for row in rows:
+        rec = recs[row]
+        fid = int(rec["fid"])
+        yield {
+            "row": int(row), "fid": fid, "shard": ds.shard_name(fid), "offset": int(rec["offset"]),
+            "size": int(rec["size"]), "extid": int(rec["extid"]), "ext": ds.extensions[int(rec["extid"])],
+            "crashid": int(rec["crashid"]), "keyhash": int(rec["keyhash"]),
+        }
+
+
+def _print_rows(objs: Iterable[dict[str, Any]], as_json: bool) -> int:
+    from . import print_json_lines
+
+    if as_json:
+        print_json_lines(objs)
+        return 0
+    out = sys.stdout
+    out.write(f"{'row':>10} {'fid':>5} {'shard':<24} {'offset':>14} {'size':>12} {'ext':<10} {'crash':>5} keyhash\n")
+    for o in objs:
+        out.write(f"{o['row']:>10} {o['fid']:>5} {o['shard']:<24} {o['offset']:>14} {o['size']:>12} "
+                  f"{o['ext'] or '(none)':<10} {o['crashid']:>5} {o['keyhash']:016x}\n")
+    return 0
+
+
+def cmd_rows(args: argparse.Namespace) -> int:
+    with Dataset.open(args.index) as ds:
+        start = max(0, args.start)
+        stop = ds.n_rows if args.limit is None else min(ds.n_rows, start + max(0, args.limit))
+        return _print_rows(_row_objects(ds, range(start, stop)), args.json)
+
+
+def cmd_stem(args: argparse.Namespace) -> int:
+    with Dataset.open(args.index) as ds:
+        rows = ds.lookup_stem(args.stem)
+        if len(rows) == 0:
+            raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
+        return _print_rows(list(_row_objects(ds, rows.tolist())), args.json)
+
+
+def cmd_cat(args: argparse.Namespace) -> int:
+    with Dataset.open(args.index) as ds:
+        rows = ds.lookup_stem(args.stem)
+        if len(rows) == 0:
+            raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
+        ext = args.ext.lower().lstrip(".") if args.ext != "" else ""
+        matches = [r for r in rows.tolist() if ds.ext_of(r) == ext]
+        if not matches:
+            have = ", ".join(sorted({ds.ext_of(r) or "(none)" for r in rows.tolist()}))
+            raise DatasetError(f"{args.index}: sample {args.stem!r} has no .{ext} member (it has: {have})")
+        data = ds.read_payload(matches[0])
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from ..jobs import index_folds
+
+    bar = TextProgressBar("indexing ")
+    try:
+        results = index_folds(args.root, args.fold or None, output=args.output, jobs=args.jobs,
+                              contiguous=args.contiguous, if_exists=args.if_exists, progress=bar)
+    finally:
+        bar.close()
+    from . import print_json
+
+    for r in results:
+        if args.json:
+            print_json({"fold": r.fold, "path": str(r.path), "rows": r.n_rows, "stems": r.n_stems,
+                        "extensions": dict(r.extensions), "crash_stems": r.crash_stems,
+                        "contiguous": r.contiguous, "seconds": round(r.seconds, 3), "shards": len(r.shards),
+                        "warnings": r.warnings})
+        else:
+            print(f"{r.path}: {r.n_rows:,} rows, {r.n_stems:,} stems, {len(r.extensions)} extensions, "
+                  f"{len(r.crash_stems)} crash stems, {'contiguous' if r.contiguous else 'not contiguous'}, "
+                  f"{len(r.shards)} shards in {r.seconds:.2f}s ({r.members_per_second:,.0f} members/s)")
+            for w in r.warnings:
+                print(f"  warning: {w}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .. import audit
+    from . import print_json
+
+    bar = TextProgressBar("auditing " if args.full else "checking ")
+    try:
+        report = (audit.audit_index if args.full else audit.quick_check)(args.index, progress=bar)
+    finally:
+        bar.close()
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(report.summary_text())
+    return report.exit_code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="build <fold>.taridx for the folds of a folder of shards",
+                       description="Index tar shards named <fold>_<suffix>.tar in ROOT into ROOT/<fold>.taridx "
+                       "(fid = position of the sorted suffix). Output is written atomically.")
+    p.add_argument("root", help="folder holding the shards")
+    p.add_argument("--fold", action="append", metavar="NAME", help="index only this fold (repeatable; default: all)")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one --fold)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan shards in N processes (default 1)")
+    p.add_argument("--contiguous", action="store_true",
+                   help="reorder rows by (keyhash, crashid) so every sample's rows are adjacent")
+    p.add_argument("--if-exists", choices=("replace", "backup", "stop"), default="replace",
+                   help="when an index exists: replace it (default), keep a .bak copy, or stop")
+    p.add_argument("--json", action="store_true", help="print one JSON object per fold")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("rows", help="print rows of an index", description="Print rows of a .taridx.")
+    p.add_argument("index", help=".taridx file")
+    p.add_argument("--start", type=int, default=0, metavar="N", help="first row (default 0)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N rows (default: all)")
+    p.add_argument("--json", action="store_true", help="print JSON Lines, one object per row")
+    p.set_defaults(func=cmd_rows)
+
+    p = sub.add_parser("stem", help="print the rows of one sample, by stem",
+                       description="Find a sample by exact stem (xxh64 plus the crash table) and print its rows.")
+    p.add_argument("index", help=".taridx file")
+    p.add_argument("stem", help="exact stem, e.g. sample000123")
+    p.add_argument("--json", action="store_true", help="print JSON Lines, one object per row")
+    p.set_defaults(func=cmd_stem)
+
+    p = sub.add_parser("cat", help="write one member's raw payload to stdout",
+                       description="Write the raw payload of member STEM.EXT to stdout (shards must be beside "
+                       "the index).")
+    p.add_argument("index", help=".taridx file")
+    p.add_argument("stem", help="exact stem")
+    p.add_argument("ext", help="extension, e.g. jpg or left.jpg ('' for none)")
+    p.set_defaults(func=cmd_cat)
+
+    p = sub.add_parser("verify", help="check an index (and with --full, its shards)",
+                       description="Quick structural checks of a .taridx and its shard set; --full also reads "
+                       "every row's tar header and re-scans the shards. Exit 0 clean (info findings only), "
+                       "1 findings, 2 unusable input.")
+    p.add_argument("index", help=".taridx file")
+    p.add_argument("--full", action="store_true", help="full audit against the shards")
+    p.add_argument("--json", action="store_true", help='print one JSON object {"findings": [...]}')
+    p.set_defaults(func=cmd_verify)
+
+
+__all__ = ["info", "info_text", "register"]
