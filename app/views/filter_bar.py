@@ -44,7 +44,8 @@ class FilterBar(QWidget):
 
         self.enum_boxes: dict[str, QComboBox] = {}
         for col in table.columns:
-            if col.kind == "enum" and not col.lazy and col.labels is not None and 1 < len(col.labels) <= MAX_ENUM_CHOICES:
+            choices = len(col.labels) if col.labels is not None else 0
+            if col.kind == "enum" and not col.lazy and 1 < choices <= MAX_ENUM_CHOICES:
                 box = QComboBox(self)
                 box.setObjectName(f"enum:{col.title}")
                 box.setToolTip(f"Show only rows with this {col.title}")

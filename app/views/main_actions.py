@@ -155,8 +155,8 @@ class MainActions(QObject):
         if tab is None or tab.table.n_rows == 0:
             return
         n = tab.table.n_rows
-        row, ok = QInputDialog.getInt(self.w, "Go to row", f"Row (0 – {n - 1:,}):", max(0, tab.grid.current_source_row()),
-                                      0, min(n - 1, 2**31 - 1))
+        current = max(0, tab.grid.current_source_row())
+        row, ok = QInputDialog.getInt(self.w, "Go to row", f"Row (0 – {n - 1:,}):", current, 0, min(n - 1, 2**31 - 1))
         if ok:
             self.w.go_to_row(row)
 

@@ -324,22 +324,26 @@ class MainWindow(QMainWindow):
         target, rows = table.drill(source)
         label_col = next((c for c in range(len(table.columns)) if table.columns[c].kind in ("text", "enum")), 0)
         label = f"{table.name}: {tab.model.text(view_row, label_col)}"
-        self.select_rows(target, rows, label)
+        self.filter_rows(target, np.asarray(rows, dtype=np.int64), label)
 
-    def select_rows(self, table_name: str, rows: object, label: str = "") -> None:
-        """Show ``rows`` of a table: filter its grid to them and focus it (panels and drill-downs)."""
+    def select_rows(self, table_name: str, rows: object) -> None:
+        """A panel's request: select ``rows`` in that table's grid (clearing a filter that hides them)."""
         tab = self.tabs_by_name.get(table_name)
-        if tab is None:
-            return
         rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
-        self.tabs.setCurrentWidget(tab)
-        if len(rows) == 1:  # one row: select it in the full grid rather than filter to it
-            row = int(rows[0])
-            if not tab.grid.go_to_source_row(row):
-                tab.when_applied(lambda: tab.grid.go_to_source_row(row))
-                tab.filter_bar.clear()
+        if tab is None or not len(rows):
             return
-        tab.set_filter_rows(rows, label or f"{len(rows):,} chosen rows")
+        self.tabs.setCurrentWidget(tab)
+        if not tab.grid.select_source_rows(rows):
+            tab.when_applied(lambda: tab.grid.select_source_rows(rows))
+            tab.filter_bar.clear()
+
+    def filter_rows(self, table_name: str, rows: np.ndarray, label: str) -> None:
+        """A drill-down: show only ``rows`` in that table's grid."""
+        tab = self.tabs_by_name.get(table_name)
+        if tab is not None:
+            self.tabs.setCurrentWidget(tab)
+            tab.when_applied(lambda: tab.grid.go_to_view_row(0))
+            tab.set_filter_rows(rows, label)
 
     def go_to_row(self, row: int) -> bool:
         """Select source row ``row`` of the current grid; False if it does not exist or is filtered out."""

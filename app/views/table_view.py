@@ -8,7 +8,7 @@ window, the way ViTables does.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QScrollBar, QTableView, QWidget
 
@@ -212,6 +212,22 @@ class TableGrid(QWidget):
         if view_row is None:
             return False
         self.go_to_view_row(view_row)
+        return True
+
+    def select_source_rows(self, rows: np.ndarray) -> bool:
+        """Make the first of ``rows`` current and select those in the window; False if it is hidden."""
+        if not self.go_to_source_row(int(rows[0])):
+            return False
+        if len(rows) > 1:
+            m = self.model
+            selection = QItemSelection()
+            last = m.columnCount() - 1
+            for src in rows[1:1000].tolist():  # a sample's rows; more would be a filter, not a selection
+                v = m.view_row_of(int(src))
+                if v is not None and m.window_start <= v < m.window_start + m.window_rows:
+                    r = v - m.window_start
+                    selection.select(m.index(r, 0), m.index(r, last))
+            self.view.selectionModel().select(selection, QItemSelectionModel.SelectionFlag.Select)
         return True
 
     def selected_view_rows(self) -> np.ndarray:

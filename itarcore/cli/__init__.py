@@ -9,7 +9,7 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from .. import __version__
 from ..errors import ItarError
@@ -28,7 +28,7 @@ class UsageError(ItarError):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other error
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_UNUSABLE)

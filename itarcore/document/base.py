@@ -141,11 +141,11 @@ class Document:
                 return t
         raise KeyError(name)
 
-    def read_bytes(self, offset: int, size: int) -> bytes:
-        """Raw file bytes for the hex pane (bounded to the file)."""
+    def read_bytes(self, offset: int, size: int, limit: int = 4 << 20) -> bytes:
+        """Raw file bytes for the hex pane: bounded to the file and to ``limit`` bytes."""
         with open(self.path, "rb") as fh:
             fh.seek(max(0, offset))
-            return fh.read(max(0, size))
+            return fh.read(max(0, min(size, limit)))
 
     @property
     def file_size(self) -> int:

@@ -39,7 +39,7 @@ V2_ENTRY = np.dtype([
 ])
 META_BLOCK_HEADER = np.dtype([("sample_index", "<u8"), ("length", "<u4"), ("type", "<u2"), ("reserved", "<u2")])
 
-# SampleFormat codes, named as turboloader names them (the info JSON uses these names)
+# SampleFormat codes, named as in specs/NOTES.md (the info JSON uses these names)
 FORMAT_NAMES = ("UNKNOWN", "JPEG", "PNG", "WEBP", "BMP", "TIFF", "MP4", "AVI", "RAW_U8")
 FORMAT_EXTS = ("bin", "jpg", "png", "webp", "bmp", "tiff", "mp4", "avi", "raw_u8")
 FORMAT_CODES = {name: code for code, name in enumerate(FORMAT_NAMES)}

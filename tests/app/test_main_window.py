@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -137,17 +138,23 @@ def test_go_to_row_and_copy_rows_as_tsv(qtbot, window):
     assert lines[1].split("\t")[:2] == ["40", str(tab.table.column("key").values[40])]
 
 
-def test_drill_from_entries_selects_the_member_row(qtbot, window):
+def test_drill_from_entries_filters_to_the_member_row(qtbot, window):
     open_file(qtbot, window, TACO)
     entries = window.tabs_by_name["entries"]
     window.tabs.setCurrentWidget(entries)
     target, rows = entries.table.drill(2)
     view = entries.grid.view
     rect = view.visualRect(entries.model.index(2, 0))
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     members = window.tabs_by_name[target]
-    qtbot.waitUntil(lambda: window.current_tab() is members and members.grid.current_source_row() == int(rows[0]))
+    with qtbot.waitSignal(members.viewApplied, timeout=10_000):
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert window.current_tab() is members
+    assert members.model.n_view == 1 and members.grid.current_source_row() == int(rows[0])
     assert window.status.selection_label.text() == f"{target} row {int(rows[0])}"
+    assert members.filter_bar.drill_label.isVisible()
+    with qtbot.waitSignal(members.viewApplied, timeout=10_000):
+        members.filter_bar.drill_clear.click()
+    assert members.model.n_view == members.table.n_rows
 
 
 def test_corrupted_file_shows_an_error_dialog_and_the_app_keeps_running(qtbot, window, tmp_path):
@@ -230,3 +237,87 @@ def test_screenshot_of_unreadable_input_exits_2_with_the_error(tmp_path):
     assert done.returncode == 2
     assert "nonsense.bin" in done.stderr and "not a TARIDX, TACO, kastore or TBL file" in done.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+# ---- TARIDX: the fixture fold, checked against Python's tarfile -------------------------------
+WEBDS = DATA / "taridx" / "webds"
+
+
+def tar_members() -> list[tuple[int, tarfile.TarInfo, bytes]]:
+    """(fid, member, payload) for every regular file of the train fold, in shard order."""
+    out = []
+    for fid, shard in enumerate(sorted(WEBDS.glob("train_*.tar"))):
+        with tarfile.open(shard) as tf:
+            for m in tf.getmembers():
+                if m.isfile():
+                    out.append((fid, m, tf.extractfile(m).read()))
+    return out
+
+
+def stem_ext(name: str) -> tuple[str, str]:
+    base = name.rsplit("/", 1)[-1]
+    stem, _, ext = base.partition(".")
+    return stem, ext.lower()
+
+
+def test_taridx_rows_preview_bytes_equal_tarfile(qtbot, window):
+    members = tar_members()
+    open_file(qtbot, window, WEBDS / "train.taridx")
+    tab = window.tabs_by_name["rows"]
+    assert tab.table.n_rows == len(members)
+    assert not window.banner.isVisible()  # every shard is there
+    for row in (3, len(members) - 1):
+        with qtbot.waitSignal(window.previewSettled, timeout=10_000):
+            assert window.go_to_row(row)
+        fid, member, data = members[row]
+        assert bytes(window.preview.payload.data) == data
+        assert tab.model.text(row, 1).startswith(f"{fid}: ")
+        assert tab.model.text(row, 2) == str(member.offset)
+        assert tab.model.text(row, 7) == stem_ext(member.name)[0]  # the lazy stem, read for the visible rows
+        assert window.status.selection_label.text() == f"rows row {row:,}"
+
+
+def test_taridx_extension_drill_and_crash_stem_search(qtbot, window):
+    members = tar_members()
+    open_file(qtbot, window, WEBDS / "train.taridx")
+    exts = window.tabs_by_name["extensions"]
+    rows_tab = window.tabs_by_name["rows"]
+    window.tabs.setCurrentWidget(exts)
+    name = exts.model.text(0, 1)
+    view = exts.grid.view
+    with qtbot.waitSignal(rows_tab.viewApplied, timeout=10_000):
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(exts.model.index(0, 1)).center())
+    truth = [i for i, (_, m, _) in enumerate(members) if stem_ext(m.name)[1] == name]
+    assert window.current_tab() is rows_tab
+    assert [rows_tab.model.source_row(i) for i in range(rows_tab.model.n_view)] == truth
+    assert rows_tab.filter_bar.drill_label.text() == f"Only extensions: {name}"
+    rows_tab.filter_bar.clear()
+    qtbot.waitUntil(lambda: rows_tab.model.n_view == len(members))
+    # a crash stem (same xxh64 as an earlier stem) found exactly through the key box
+    crash = window.tabs_by_name["crash stems"]
+    stem = str(crash.table.column("Stem").values[0])
+    key = rows_tab.filter_bar.key
+    with qtbot.waitSignal(rows_tab.viewApplied, timeout=10_000):
+        qtbot.keyClicks(key, stem)
+        qtbot.keyClick(key, Qt.Key.Key_Return)
+    truth = [i for i, (_, m, _) in enumerate(members) if stem_ext(m.name)[0] == stem]
+    assert truth and [rows_tab.model.source_row(i) for i in range(rows_tab.model.n_view)] == truth
+    assert {rows_tab.model.text(i, 7) for i in range(rows_tab.model.n_view)} == {stem}
+
+
+def test_taridx_missing_shard_banner_and_disabled_preview(qtbot, window, webds):
+    (webds / "train_0001.tar").unlink()
+    open_file(qtbot, window, webds / "train.taridx")
+    assert window.banner.isVisible()
+    assert "train_0001.tar" in " ".join(window.banner.warnings)
+    tab = window.tabs_by_name["rows"]
+    fids = tab.table.column("Shard").values
+    row = int(np.flatnonzero(fids == 1)[0])
+    with qtbot.waitSignal(window.previewSettled, timeout=10_000):
+        window.go_to_row(row)
+    assert window.preview.payload is None
+    assert "missing" in window.preview.placeholder.text()
+    ok = int(np.flatnonzero(fids == 2)[0])
+    with qtbot.waitSignal(window.previewSettled, timeout=10_000):
+        window.go_to_row(ok)
+    assert window.preview.payload is not None
