@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
-from PySide6.QtGui import QGuiApplication, QImage  # noqa: E402
-from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.views.settings import SETTINGS_ENV  # noqa: E402
+from app.views.settings import SETTINGS_ENV
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TREES = DATA / "kastore" / "example.trees"
@@ -44,9 +44,9 @@ def window(qtbot):
 
 
 def open_file(qtbot, window, path: Path) -> None:
-    with qtbot.waitSignal(window.previewSettled, timeout=15_000):
-        with qtbot.waitSignal(window.documentOpened, timeout=15_000):
-            window.open_path(str(path))
+    with qtbot.waitSignal(window.previewSettled, timeout=15_000), \
+            qtbot.waitSignal(window.documentOpened, timeout=15_000):
+        window.open_path(str(path))
 
 
 def test_open_kastore_select_rows_status_and_preview_bytes(qtbot, window):
@@ -217,7 +217,7 @@ def test_light_and_dark_palettes(qtbot, window, tmp_path):
 
 def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "app.main", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "app.main", *args], cwd=ROOT, env=env, check=False,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtCore import Qt
 
-from app.models.csv_export import export_csv  # noqa: E402
-from app.models.row_selection import RowFilter, SortKey, compute_view_rows, filter_rows, sort_rows  # noqa: E402
-from app.models.windowed_table_model import WindowedTableModel  # noqa: E402
-from itarcore.document import Column, Table  # noqa: E402
+from app.models.csv_export import export_csv
+from app.models.row_selection import RowFilter, SortKey, compute_view_rows, filter_rows, sort_rows
+from app.models.windowed_table_model import WindowedTableModel
+from itarcore.document import Column, Table
 
 N = 5000
 EXTS = ["jpg", "json", "cls"]
