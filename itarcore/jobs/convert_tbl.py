@@ -136,6 +136,16 @@ def convert_tar_to_tbl(
     return result
 
 
+def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
+    """Unmap pages already copied, so resident memory stays at one batch (the page cache keeps them)."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start -= start % mmap.PAGESIZE
+    end -= end % mmap.PAGESIZE
+    if end > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+
 def _convert_one(writer: TblWriter, path: str, scan: Any, names: list[str], codes: np.ndarray, rows: np.ndarray,
                  metadata_from: str | None, reporter: ProgressReporter, result: ConvertResult) -> int:
     if not len(rows):
@@ -175,6 +185,7 @@ def _convert_one(writer: TblWriter, path: str, scan: Any, names: list[str], code
                     meta.append([("json", json.dumps(record, ensure_ascii=False).encode())])
             writer.add_batch(datas, codes[batch], widths, heights, meta)
             del datas
+            _drop_pages(mm, int(offsets[batch[0]]), int(offsets[batch[-1]] + sizes[batch[-1]]))
             result.bytes_in += int(sizes[batch].sum())
             reporter.update(reporter.done + len(batch), current=names[int(batch[-1])])
             start_i = stop_i
