@@ -164,13 +164,16 @@ def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) ->
     try:
         index = _parse(path, mapping, size, check_rows)
     except BaseException:
-        mapping.close()
+        try:
+            mapping.close()
+        except BufferError:  # a row view died with the error; the map goes when it is collected
+            pass
         raise
     return index
 
 
 def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) -> TaridxIndex:
-    rec = np.frombuffer(mapping, HEADER_DTYPE, count=1)[0]
+    rec = np.frombuffer(mapping[:HEADER_SIZE], HEADER_DTYPE, count=1)[0]
     raw_magic = bytes(mapping[0:8])
     if raw_magic != MAGIC.ljust(8, b"\0"):
         raise VersionError(path, "magic", 0, "not a TARIDX file", expected=MAGIC.ljust(8, b"\0"), found=raw_magic)
@@ -209,7 +212,11 @@ def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) ->
     rows = np.frombuffer(mapping, ROW_DTYPE, count=header.n_rows, offset=header.off_arr)
     index = TaridxIndex(path, header, extensions, crash_stems, rows, mapping)
     if check_rows or (check_rows is None and region <= EAGER_ROW_CHECK_BYTES):
-        index.check_rows()
+        try:
+            index.check_rows()
+        except FormatError:
+            index.rows = rows = rows[:0].copy()  # drop the view so the map can close
+            raise
     return index
 
 
