@@ -89,7 +89,10 @@ def scan_tar(
             progress_done.finish()
         return scan
     finally:
-        mm.close()
+        try:
+            mm.close()
+        except BufferError:  # an error's traceback still holds a numpy view; GC closes the map
+            pass
 
 
 def _empty(path: str, size: int) -> TarScan:
