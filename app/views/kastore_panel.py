@@ -1,9 +1,7 @@
 """The kastore "Array" panel: the selected item's values, plot, text, and tskit ragged rows."""
 from __future__ import annotations
 
-import ctypes
 import json
-import sys
 
 import numpy as np
 import pyqtgraph as pg
@@ -27,25 +25,6 @@ from app.views.panels import FormatPanel
 from itarcore.document import Document
 from itarcore.document.kastore import as_text, ragged_pair, ragged_problem
 from itarcore.formats.kastore import Item, KastoreStore
-
-
-# PySide6 6.12's shiboken drops one reference to values returned by Python itemChange overrides,
-# which pyqtgraph's graphics items all have: every plot update steals references to True/None.
-# Before Python 3.12 these singletons are not immortal, so enough plotting (or the final garbage
-# collection at exit) frees them and the process aborts ("Fatal Python error: bool_dealloc").
-# Permanent spare references (they must outlive module teardown) keep the counts far from zero.
-def _guard_singleton_refcounts(spare: int = 1 << 30) -> None:
-    if sys.version_info >= (3, 12) or sys.implementation.name != "cpython":
-        return
-    if getattr(sys, "_itar_singleton_guard", False):
-        return
-    for obj in (True, False, None):
-        # CPython objects start with their reference count (ob_refcnt, a Py_ssize_t)
-        ctypes.c_ssize_t.from_address(id(obj)).value += spare
-    sys._itar_singleton_guard = True  # type: ignore[attr-defined]
-
-
-_guard_singleton_refcounts()
 
 TEXT_LIMIT = 8 << 20  # bytes shown in the text tab; longer byte arrays stay in the values grid
 
