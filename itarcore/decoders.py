@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from .errors import ItarError
 
@@ -55,6 +55,8 @@ def decode_image(data: bytes, meta: dict | None = None) -> Decoded:
         img.load()
     except Image.DecompressionBombError as exc:
         raise DecodeError(f"image refused by Pillow's decompression-bomb guard: {exc}") from None
+    except UnidentifiedImageError:
+        raise DecodeError(f"not a recognised image ({len(data):,} bytes starting {bytes(data[:8]).hex(' ')})") from None
     except Exception as exc:  # Pillow raises many types for bad data
         raise DecodeError(f"not a decodable image: {exc}") from None
     return Decoded("image", img, _describe_image(img))
@@ -208,6 +210,20 @@ def decode_parquet(data: bytes, meta: dict | None = None, max_rows: int = 50) ->
     return Decoded("table", value, f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns")
 
 
+def decode_typed_array(data: bytes, meta: dict | None = None) -> Decoded:
+    """A bare little-endian array whose dtype comes with the payload (kastore items)."""
+    meta = meta or {}
+    try:
+        dtype = np.dtype(meta["dtype"]).newbyteorder("<")
+    except (KeyError, TypeError) as exc:
+        raise DecodeError(f"array payload without a usable dtype: {exc}") from None
+    if len(data) % dtype.itemsize:
+        raise DecodeError(f"{len(data)} bytes are not a whole number of {dtype} elements")
+    arr = np.frombuffer(bytes(data), dtype)
+    key = meta.get("key")
+    return Decoded("array", arr, _describe_array(arr, f"array '{key}'" if key else "array"))
+
+
 def decode_bytes(data: bytes, meta: dict | None = None) -> Decoded:
     return Decoded("bytes", bytes(data), f"{len(data):,} bytes")
 
@@ -228,6 +244,7 @@ DECODERS: dict[str, Callable[..., Decoded]] = {
     "pickle": decode_pickle,
     "parquet": decode_parquet,
     "raw_u8": decode_raw_pixels,
+    "kastore": decode_typed_array,
 }
 
 
