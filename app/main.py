@@ -60,6 +60,7 @@ def _screenshot(app, window, args) -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     window.resize(width, height)
     window.show()
+    window.reset_layout()  # docks sized for this window, not the saved layout
     result = {"code": 3}
 
     def fail(problem: str) -> None:

@@ -16,7 +16,7 @@ class HeaderModel(QAbstractTableModel):
     def __init__(self, fields: list[HeaderField], parent: Any = None) -> None:
         super().__init__(parent)
         self.fields = list(fields)
-        self.grouped = any(f.group for f in self.fields)
+        self.grouped = len({f.group for f in self.fields}) > 1
         self.titles = (["Group"] if self.grouped else []) + ["Field", "Offset", "Size", "Type", "Value"]
 
     def rowCount(self, parent: Index = _ROOT) -> int:
@@ -29,8 +29,9 @@ class HeaderModel(QAbstractTableModel):
         f = self.fields[index.row()]
         title = self.titles[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            if title == "Group":
-                return f.group
+            if title == "Group":  # named once, on the first field of each group
+                first = index.row() == 0 or self.fields[index.row() - 1].group != f.group
+                return f.group if first else ""
             if title == "Field":
                 return f.name
             if title == "Offset":

@@ -101,9 +101,9 @@ class HexPane(QWidget):
         hh.setFont(mono)
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         hh.setMinimumSectionSize(8)
-        hh.setDefaultSectionSize(fm.horizontalAdvance("00") + 8)
+        hh.setDefaultSectionSize(fm.horizontalAdvance("00") + 7)
         self.view.setColumnWidth(BYTES_PER_LINE, fm.horizontalAdvance("x" * BYTES_PER_LINE) + 12)
-        hh.setStretchLastSection(True)
+        hh.setStretchLastSection(False)
         self.view.clicked.connect(self._on_clicked)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -122,7 +122,7 @@ class HexPane(QWidget):
         self._update_brush()
 
     def minimum_width_hint(self) -> int:
-        vh = self.view.verticalHeader().sizeHint().width()
+        vh = self.view.fontMetrics().horizontalAdvance("00000000") + 14
         return vh + sum(self.view.columnWidth(c) for c in range(BYTES_PER_LINE + 1)) + 24
 
     def set_source(self, read: Callable[[int, int], bytes] | None, file_size: int, first: int = 4096) -> None:

@@ -64,8 +64,12 @@ class MainWindow(QMainWindow):
         self.header_panel = HeaderPanel(self)
         self.hex_pane = HexPane(self)
         self.preview = PayloadPreview(self)
-        self.header_dock = self._dock("Header", "headerDock", self.header_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.hex_dock = self._dock("Hex", "hexDock", self.hex_pane, Qt.DockWidgetArea.LeftDockWidgetArea)
+        # header and hex side by side under the grids; the preview spans the full height on the right
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.header_dock = self._dock("Header", "headerDock", self.header_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.hex_dock = self._dock("Hex", "hexDock", self.hex_pane, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.splitDockWidget(self.header_dock, self.hex_dock, Qt.Orientation.Horizontal)
         self.preview_dock = self._dock("Preview", "previewDock", self.preview, Qt.DockWidgetArea.RightDockWidgetArea)
         self.header_panel.fieldSelected.connect(self.hex_pane.show_range)
         self.hex_pane.byteClicked.connect(self.header_panel.select_offset)
@@ -78,8 +82,7 @@ class MainWindow(QMainWindow):
         self._preview_timer.timeout.connect(self._feed_preview)
         self._preview_row: tuple[TableTab, int] | None = None
         self.resize(1440, 900)
-        self.resizeDocks([self.header_dock, self.preview_dock], [430, 400], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.header_dock, self.hex_dock], [420, 330], Qt.Orientation.Vertical)
+        self._size_docks()
         self._default_state = self.saveState()
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
@@ -94,10 +97,17 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
-    def _restore_layout(self) -> None:
+    def _size_docks(self) -> None:
+        preview_w = max(380, self.width() // 3 - 40)
+        hex_w = self.hex_pane.minimum_width_hint()
+        self.resizeDocks([self.preview_dock], [preview_w], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.header_dock], [max(260, self.height() // 3)], Qt.Orientation.Vertical)
+        rest = max(300, self.width() - preview_w - hex_w)
+        self.resizeDocks([self.header_dock, self.hex_dock], [rest, hex_w], Qt.Orientation.Horizontal)
+
+    def _restore_layout(self) -> bool:
         state = self.settings.value("window/state")
-        if state is not None:
-            self.restoreState(state)
+        return state is not None and bool(self.restoreState(state))
 
     def save_layout(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
@@ -106,6 +116,7 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
+        self._size_docks()
         for dock in self._panel_docks:
             dock.show()
 
@@ -144,18 +155,20 @@ class MainWindow(QMainWindow):
         for table in doc.tables:
             self._add_table_tab(table)
         self._add_panels(doc)
-        self._restore_layout()
+        if not self._restore_layout():
+            self._size_docks()
         self.preview_dock.raise_()
         self.status.set_document(path, doc)
         self.actions_.set_recent(add_recent_file(self.settings, path))
         self.actions_.set_document_open(True)
         self._update_title()
-        self.documentOpened.emit(path)
+        self.status.show_message(f"Opened {path}", 4000)
         first = self.current_tab()
         if first is not None and first.table.n_rows:
-            first.grid.go_to_view_row(0)
+            first.grid.go_to_view_row(0)  # something to look at straight away
         else:
             self.previewSettled.emit()
+        self.documentOpened.emit(path)
 
     def _add_table_tab(self, table) -> None:
         tab = TableTab(table, parent=self.tabs)
@@ -188,7 +201,9 @@ class MainWindow(QMainWindow):
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
             panel.highlightBytes.connect(self._highlight_bytes)
-            panel.selectRows.connect(self.select_rows)
+            # a panel behind another tab is not what the user is looking at: it must not move the grid
+            panel.selectRows.connect(
+                lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
             panel.statusMessage.connect(self.status.show_message)
             panel.reloadRequested.connect(self.reload)
             self.panels.append(panel)

@@ -95,12 +95,9 @@ class TableGrid(QWidget):
         for c in range(self.model.columnCount()):
             title = str(self.model.headerData(c, Qt.Orientation.Horizontal))
             width = fm.horizontalAdvance(title) + 36
-            col = self.model.table.columns[c]
-            if not col.lazy:
-                for r in range(sample):
-                    width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
-            else:
-                width = max(width, fm.horizontalAdvance("x" * 24))
+            # lazy values of the first rows are on screen anyway: measuring them costs no extra reads
+            for r in range(sample):
+                width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
             self.view.setColumnWidth(c, min(width, 420))
 
     # ---- scrolling --------------------------------------------------------------------

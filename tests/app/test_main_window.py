@@ -210,7 +210,14 @@ def test_light_and_dark_palettes(qtbot, window, tmp_path):
         QApplication.processEvents()
         dark = window.grab().toImage()
         dark.save(str(tmp_path / "dark.png"))
-        assert _mean_lightness(light) > 170 and _mean_lightness(dark) < 90
+        grid = window.current_tab().grid.view.viewport()
+        grid_dark = grid.grab().toImage()
+        apply_theme(app, "light")
+        QApplication.processEvents()
+        grid_light = grid.grab().toImage()
+        # the whole window follows the palette, and so do the grid's cells (base colours + text)
+        assert _mean_lightness(light) > 170 and _mean_lightness(dark) < 110
+        assert _mean_lightness(grid_light) > 200 and _mean_lightness(grid_dark) < 80
     finally:
         app.setPalette(old)
 
