@@ -4,6 +4,8 @@ The CLI drives them with a text progress bar, the GUI with ``app.workers.JobWork
 """
 from __future__ import annotations
 
+from ..audit import audit_index as audit_index
+from ..audit import quick_check as quick_check
 from .convert_tbl import convert_tar_to_tbl as convert_tar_to_tbl
 from .index import IndexResult as IndexResult
 from .index import index_fold as index_fold

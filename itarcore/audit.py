@@ -1,0 +1,216 @@
+"""Audit a TARIDX index against its shards: what is wrong, where, and whether a rebuild helps.
+
+``quick_check`` reads only the index and the shards' directory entries. ``audit_index``
+also reads the tar header behind every row and re-scans each shard for members the
+index lacks. Each problem is reported once: row problems are grouped into one finding
+per shard, rows of a missing or truncated shard are covered by that shard's finding,
+and a member found elsewhere in the shard that matches a failing row explains it
+(a moved offset, reordered members) instead of being reported again as unindexed.
+
+The format stores no shard sizes, so a changed shard is detected by its mtime being
+newer than the index's, and by the row checks themselves.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .audit_report import SHOWN, AuditReport, Finding, rows_text
+from .audit_rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
+from .dataset import find_shards, fold_name, shard_name_for
+from .errors import FormatError
+from .formats.taridx import TaridxIndex, contiguous_runs, read_taridx
+from .hashing import xxh64_padded
+from .progress import CancelToken, ProgressCallback, ProgressReporter
+from .samples_audit import sample_findings
+
+__all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
+MTIME_SLACK = 2.0  # seconds: coarse file-system clocks, copies made in the same instant
+
+
+class _Fold:
+    """The index plus the shards found beside it."""
+
+    def __init__(self, index_path: str | os.PathLike[str], cancel: CancelToken | None) -> None:
+        self.path = os.fspath(index_path)
+        self.index: TaridxIndex = read_taridx(self.path, check_rows=False)
+        self.fold = fold_name(self.path)
+        self.shards = find_shards(Path(self.path).resolve().parent, self.fold)
+        self.rows = self.index.rows
+        self.cancel = cancel
+        self.mtime = os.stat(self.path).st_mtime
+        fid = self.rows["fid"]
+        self.order = np.argsort(fid, kind="stable")  # rows grouped by shard, in row order within each
+        fids, starts = np.unique(fid[self.order], return_index=True)
+        ends = np.append(starts[1:], len(self.order))
+        self.rows_of = {int(f): self.order[s:e] for f, s, e in zip(fids, starts, ends)}
+
+    def name(self, fid: int) -> str:
+        return shard_name_for(self.fold, fid, self.shards)
+
+    def modified(self, fid: int) -> bool:
+        path = self.shards.get(fid)
+        return path is not None and os.stat(path).st_mtime > self.mtime + MTIME_SLACK
+
+
+def _structure(fold: _Fold, progress: ProgressCallback | None) -> list[Finding]:
+    """Row ids against the tables, stem count and contiguity flag against the rows."""
+    index, rows, header = fold.index, fold.rows, fold.index.header
+    findings = []
+    try:
+        index.check_rows(progress=progress, cancel=fold.cancel)
+    except FormatError as exc:
+        bad = np.flatnonzero((rows["extid"] >= header.n_ext) | (rows["crashid"] > header.n_crash)).tolist()
+        findings.append(Finding("bad_row_ids", "error", f"{exc} ({len(bad)} row(s): {rows_text(bad)})", bad))
+    keyhash, crashid = rows["keyhash"], rows["crashid"]
+    order = np.lexsort((crashid, keyhash))
+    kh, cid = keyhash[order], crashid[order]
+    n_stems = int(1 + np.count_nonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1]))) if len(kh) else 0
+    if n_stems != header.n_stems:
+        findings.append(Finding("stem_count", "error", f"header n_stems is {header.n_stems} but the rows hold "
+                                f"{n_stems} distinct (keyhash, crashid) stems"))
+    runs = contiguous_runs(keyhash, crashid)
+    contiguous = runs == n_stems
+    if contiguous != header.contiguous:
+        said = "set" if header.contiguous else "clear"
+        findings.append(Finding("contiguity_flag", "error", f"flag bit 0 (contiguous) is {said}, but the rows form "
+                                f"{runs} runs for {n_stems} stems"))
+    return findings
+
+
+def _shard_presence(fold: _Fold) -> tuple[list[Finding], list[int]]:
+    """Missing shards (their rows are covered here) and shards on disk that no row references."""
+    findings = []
+    missing = [f for f in fold.rows_of if f not in fold.shards]
+    for fid in missing:
+        rows = fold.rows_of[fid].tolist()
+        findings.append(Finding("missing_shard", "error", f"shard {fold.name(fid)} (fid {fid}) is missing: its "
+                                f"{len(rows)} rows cannot be read", rows, [fold.name(fid)]))
+    extra = [f for f in fold.shards if f not in fold.rows_of]
+    return findings, extra
+
+
+def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
+                cancel: CancelToken | None = None) -> AuditReport:
+    """Structural checks that read the index and stat the shards, never their contents."""
+    fold = _Fold(index_path, cancel)
+    findings = _structure(fold, progress)
+    presence, extra = _shard_presence(fold)
+    findings += presence
+    for fid in extra:
+        name = fold.name(fid)
+        findings.append(Finding("extra_shard", "warning", f"shard {name} is beside the index but no row refers "
+                                "to it", [], [name]))
+    for fid, rows in fold.rows_of.items():
+        path = fold.shards.get(fid)
+        if path is None:
+            continue
+        size = os.stat(path).st_size
+        part = fold.rows[rows]
+        out = rows[part["offset"].astype(np.int64) + 512 + part["size"].astype(np.int64) > size].tolist()
+        note = _mtime_note(fold, fid)
+        if out:
+            findings.append(Finding("outside_shard", "error", f"{len(out)} row(s) reach past the end of "
+                                    f"{path.name} ({size} bytes): rows {rows_text(out)}{note}", out, [path.name]))
+        elif note:
+            findings.append(_modified_finding(fold, fid))
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    return AuditReport(fold.path, findings, False, len(fold.rows), len(fold.shards))
+
+
+def _mtime_note(fold: _Fold, fid: int) -> str:
+    return "; the shard was modified after the index was written" if fold.modified(fid) else ""
+
+
+def _modified_finding(fold: _Fold, fid: int) -> Finding:
+    name = fold.name(fid)
+    return Finding("shard_modified", "info", f"shard {name} was modified after the index was written (the index "
+                   "format stores no shard size; the row checks found no difference)", [], [name])
+
+
+def audit_index(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
+                cancel: CancelToken | None = None) -> AuditReport:
+    """The full audit: every row against its tar header, a re-scan of each shard, sample-level checks."""
+    fold = _Fold(index_path, cancel)
+    findings = _structure(fold, None)
+    presence, extra = _shard_presence(fold)
+    findings += presence
+    reporter = ProgressReporter(progress, len(fold.rows), "rows", cancel)
+    done = 0
+    for fid in sorted(fold.shards):
+        rows_idx = fold.rows_of.get(fid, np.zeros(0, np.int64))
+        shard = audit_shard(fid, os.fspath(fold.shards[fid]), fold.rows[rows_idx], rows_idx,
+                            fold.index.extensions, fold.index.crash_stems, reporter, done)
+        done += len(rows_idx)
+        findings += _shard_findings(fold, shard, fid in extra)
+    reporter.finish()
+    findings += sample_findings(fold.index, cancel)
+    findings += _collisions(fold)
+    return AuditReport(fold.path, findings, True, len(fold.rows), len(fold.shards))
+
+
+def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding]:
+    name = os.path.basename(shard.path)
+    note = _mtime_note(fold, shard.fid)
+    findings = []
+    if extra:
+        if shard.n_members:
+            findings.append(Finding("extra_shard", "warning", f"shard {name} holds {shard.n_members} member(s) but "
+                                    f"no row refers to it{note}", [], [name]))
+        else:
+            findings.append(Finding("extra_shard", "info", f"shard {name} holds no members and no row refers to it",
+                                    [], [name]))
+        return findings
+    problems = shard.problems
+    if shard.truncated:
+        cut = sorted(shard.beyond_end)
+        findings.append(Finding("truncated_shard", "error", f"shard {name} is truncated: {shard.truncated_detail}; "
+                                f"{len(cut)} row(s) lie beyond its end: {rows_text(cut)}{note}", cut, [name]))
+        problems = {r: p for r, p in problems.items() if p[0] != OUTSIDE}
+    failed = sorted(problems)
+    # A loose member with a failing row's stem hash and extension is that row's member, moved.
+    wanted = {(int(fold.rows[r]["keyhash"]), _ext(fold, r)) for r in failed}
+    moved = [u for u in shard.unaccounted if (u[2], u[3]) in wanted]
+    loose = [u for u in shard.unaccounted if (u[2], u[3]) not in wanted]
+    if failed:
+        kinds = {p[0] for p in problems.values()}
+        kind = PROBLEM_KINDS[kinds.pop()] if len(kinds) == 1 else "row_mismatch"
+        shown = "; ".join(f"row {r}: {problems[r][1]}" for r in failed[:SHOWN])
+        more = f"; … {len(failed) - SHOWN} more" if len(failed) > SHOWN else ""
+        why = (f"; {len(moved)} of their members sit at other offsets in the shard (moved or reordered: the index "
+               "is stale)") if moved else ""
+        severity = "error"
+        findings.append(Finding(kind, severity, f"{len(failed)} row(s) of {name} do not match the tar headers: "
+                                f"{shown}{more}{why}{note}", failed, [name]))
+    if loose:
+        names = ", ".join(f"{n!r} at {o}" for o, n, _, _ in loose[:SHOWN])
+        more = f" … ({len(loose)} members)" if len(loose) > SHOWN else ""
+        findings.append(Finding("unindexed_member", "warning", f"{len(loose)} member(s) of {name} are not in the "
+                                f"index: {names}{more}{'' if failed else note}", [], [name]))
+    if not findings and note:
+        findings.append(_modified_finding(fold, shard.fid))
+    return findings
+
+
+def _ext(fold: _Fold, row: int) -> str | None:
+    extid = int(fold.rows[row]["extid"])
+    return fold.index.extensions[extid] if extid < len(fold.index.extensions) else None
+
+
+def _collisions(fold: _Fold) -> list[Finding]:
+    crash = fold.index.crash_stems
+    if not crash:
+        return []
+    encoded = [s.encode("utf-8", "surrogateescape") for s in crash]
+    width = max(len(e) for e in encoded)
+    mat = np.zeros((len(encoded), max(width, 1)), np.uint8)
+    for i, e in enumerate(encoded):
+        mat[i, : len(e)] = np.frombuffer(e, np.uint8)
+    hashes = xxh64_padded(mat, np.array([len(e) for e in encoded], np.int64))
+    rows = np.flatnonzero(np.isin(fold.rows["keyhash"], hashes)).tolist()
+    listed = ", ".join(f"{s!r} (crash id {i + 1}, xxh64 {int(h):016x})" for i, (s, h) in enumerate(zip(crash, hashes)))
+    return [Finding("colliding_stems", "info", f"{len(crash)} stem(s) share an xxh64 hash with an earlier, different "
+                    f"stem and are told apart by crash id: {listed}", rows, [])]
