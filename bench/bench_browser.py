@@ -1,0 +1,220 @@
+"""How the browser copes with huge indexes: prints a table against the issue's targets.
+
+    python bench/bench_browser.py            # 10M and 100M rows (writes ~3.5 GB to a temp dir, then deletes it)
+    python bench/bench_browser.py --quick    # 1M rows, a smoke run for CI
+
+Each index holds real random rows (written in chunks with numpy), so sorting and
+masking do real work; no shards exist, so previews are measured on a separate JPEG.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROW_DT = np.dtype([("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"),
+                   ("keyhash", "<u8")])
+EXTS = ("jpg", "cls", "json")
+NEEDLE = "needle-stem"
+CHUNK = 2_000_000
+
+
+def write_index(path: Path, n_rows: int, seed: int = 0) -> None:
+    ext_block = "\n".join(EXTS).encode()
+    off_arr = 64 + len(ext_block)
+    header = struct.pack("<8sHHHHQQIIQQB7x", b"TARIDX\0\0", 1, 0, 32, 64, n_rows // 3, n_rows, len(EXTS), 0,
+                         off_arr, off_arr, 0)
+    rng = np.random.default_rng(seed)
+    needle_row = n_rows * 2 // 3
+    with open(path, "wb") as fh:
+        fh.write(header + ext_block)
+        for start in range(0, n_rows, CHUNK):
+            n = min(CHUNK, n_rows - start)
+            rows = np.zeros(n, ROW_DT)
+            rows["fid"] = rng.integers(0, 8, n)
+            rows["offset"] = np.arange(start, start + n, dtype=np.uint64) * 1024
+            rows["size"] = rng.integers(1, 200_000, n)
+            rows["extid"] = np.arange(start, start + n) % len(EXTS)
+            rows["keyhash"] = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
+            if start <= needle_row < start + n:
+                rows["keyhash"][needle_row - start] = xxhash.xxh64_intdigest(NEEDLE.encode())
+            fh.write(rows.tobytes())
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wait(app, cond, timeout: float = 300.0) -> None:
+    end = time.perf_counter() + timeout
+    while not cond():
+        app.processEvents()
+        if time.perf_counter() > end:
+            raise TimeoutError("benchmark step timed out")
+        time.sleep(0.001)
+
+
+def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
+    from PySide6.QtCore import QElapsedTimer, QTimer
+
+    from app.views.main_window import MainWindow
+
+    out: dict[str, str] = {}
+    w = MainWindow()
+    w.resize(1440, 900)
+    w.show()
+    app.processEvents()
+    rss0 = rss_mb()
+    opened: list[str] = []
+    w.documentOpened.connect(opened.append)
+    t0 = time.perf_counter()
+    w.open_path(str(path))
+    wait(app, lambda: bool(opened))
+    tab = w.tabs_by_name["rows"]
+    tab.grid.view.viewport().repaint()
+    out["open → first paint"] = f"{(time.perf_counter() - t0) * 1000:.0f} ms"
+    out["RSS growth"] = f"{rss_mb() - rss0:.0f} MB"
+
+    t = time.perf_counter()
+    rows = tab.table.lookup(NEEDLE)
+    out["exact stem lookup"] = f"{(time.perf_counter() - t) * 1000:.0f} ms ({len(rows)} row)"
+    assert int(rows[0]) == n_rows * 2 // 3
+
+    # sort by size in the worker while a 5 ms QTimer measures the event loop's longest stall
+    gaps: list[float] = []
+    clock = QElapsedTimer()
+    clock.start()
+    last = [clock.nsecsElapsed()]
+
+    def tick() -> None:
+        now = clock.nsecsElapsed()
+        gaps.append((now - last[0]) / 1e6)
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(tick)
+    applied: list[int] = []
+    tab.viewApplied.connect(lambda: applied.append(1))
+    timer.start()
+    t = time.perf_counter()
+    tab.sort_by("Size")
+    wait(app, lambda: bool(applied), timeout=600)
+    sort_s = time.perf_counter() - t
+    timer.stop()
+    sizes = tab.table.column("Size").values
+    first, last_row = tab.model.source_row(0), tab.model.source_row(tab.model.n_view - 1)
+    assert sizes[first] == sizes.min() and sizes[last_row] == sizes.max()
+    out["sort by size"] = f"{sort_s:.2f} s, max GUI stall {max(gaps, default=0):.0f} ms"
+
+    model, grid = tab.model, tab.grid
+    idx = [model.index(r, c) for r in range(min(model.rowCount(), 2000)) for c in range(model.columnCount())
+           if not model.table.columns[c].lazy]
+    t = time.perf_counter()
+    for i in idx:
+        model.data(i)
+    out["data() call"] = f"{(time.perf_counter() - t) / len(idx) * 1e6:.1f} µs"
+    rng = np.random.default_rng(1)
+    times = []
+    for top in rng.integers(0, max(1, model.n_view - grid.page_rows), 20):
+        grid.scrollbar.setValue(int(top))
+        t = time.perf_counter()
+        grid.view.viewport().repaint()
+        times.append(time.perf_counter() - t)
+    out["full-viewport paint"] = f"{np.median(times) * 1000:.1f} ms ({grid.page_rows} rows, stems read)"
+    w.shutdown()
+    w.deleteLater()
+    app.processEvents()
+    return out
+
+
+def bench_preview(app) -> str:
+    from PIL import Image
+
+    from app.views.preview import PayloadPreview
+    from itarcore.document import Payload
+
+    rng = np.random.default_rng(2)
+    side = 160
+    data = b""
+    while len(data) < 100_000:  # grow a noisy image until its JPEG is about 100 KB
+        side += 20
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 255, (side, side, 3), dtype=np.uint8)).save(buf, "JPEG", quality=92)
+        data = buf.getvalue()
+    preview = PayloadPreview(debounce_ms=0)
+    preview.resize(500, 500)
+    preview.show()
+    times = []
+    ready: list[int] = []
+    preview.previewReady.connect(lambda: ready.append(1))
+    for _ in range(5):
+        ready.clear()
+        t = time.perf_counter()
+        preview.show_payload(Payload(data, "jpg", "noise.jpg"))
+        wait(app, lambda: bool(ready))
+        preview.repaint()
+        times.append(time.perf_counter() - t)
+    preview.shutdown()
+    return f"{np.median(times) * 1000:.1f} ms ({len(data) / 1000:.0f} KB, {side}×{side})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1M rows only")
+    parser.add_argument("--no-panels", action="store_true",
+                        help="leave out the format panels (samples, plots): measures the format-neutral window alone")
+    args = parser.parse_args()
+    if args.no_panels:
+        from app.views import main_window
+
+        main_window.panels_for = lambda document: []
+    os.environ.setdefault("ITAR_BROWSER_SETTINGS", os.path.join(tempfile.gettempdir(), "itar-bench-settings.ini"))
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    sizes = [1_000_000] if args.quick else [10_000_000, 100_000_000]
+    results: dict[int, dict[str, str]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="itar-bench-"))
+    try:
+        for n in sizes:
+            path = tmp / f"bench{n // 1_000_000}m.taridx"
+            t = time.perf_counter()
+            write_index(path, n)
+            print(f"wrote {n:,} rows ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s",
+                  file=sys.stderr)
+            results[n] = bench_index(app, path, n)
+            path.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    preview = bench_preview(app)
+    targets = {"open → first paint": "< 1 s at 100M", "RSS growth": "< 100 MB at 100M",
+               "exact stem lookup": "< 200 ms at 100M", "sort by size": "< 2 s at 10M, stall < 50 ms",
+               "data() call": "—", "full-viewport paint": "—"}
+    heads = [f"{n // 1_000_000}M rows" for n in sizes]
+    print(f"| What | {' | '.join(heads)} | Target |")
+    print("|---|" + "---|" * len(heads) + "---|")
+    for what, target in targets.items():
+        print(f"| {what} | {' | '.join(results[n][what] for n in sizes)} | {target} |")
+    print(f"| preview of a 100 KB JPEG (decode + display) | {preview}" + " |" * (len(sizes) - 1) + " < 30 ms |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
