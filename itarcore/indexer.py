@@ -55,14 +55,18 @@ class ShardMembers:
 def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised NOTES.md split of 100-byte name fields: (stem_start, dot, end) per row."""
     n = len(fields)
-    cols = np.arange(NAME_LEN)
+    if n == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
     nul = fields == 0
     end = np.where(nul.any(axis=1), nul.argmax(axis=1), NAME_LEN)
+    width = int(end.max())
+    names = fields[:, :width]  # names are usually far shorter than the field
+    cols = np.arange(width)
     inside = cols[None, :] < end[:, None]
-    slash = (fields == ord("/")) & inside
-    has_slash = slash.any(axis=1)
-    start = np.where(has_slash, NAME_LEN - slash[:, ::-1].argmax(axis=1), 0) if n else np.zeros(0, np.int64)
-    dot = (fields == ord(".")) & inside & (cols[None, :] >= start[:, None])
+    slash = (names == ord("/")) & inside
+    start = np.where(slash.any(axis=1), width - slash[:, ::-1].argmax(axis=1), 0)
+    dot = (names == ord(".")) & inside & (cols[None, :] >= start[:, None])
     dot_pos = np.where(dot.any(axis=1), dot.argmax(axis=1), end)
     return start, dot_pos, end
 

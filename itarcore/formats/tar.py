@@ -27,7 +27,6 @@ NAME_LEN = 100
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = (ord("0"), 0, ord("7"))
 _ZERO_BLOCK = bytes(BLOCK)
-_CHUNK = 1 << 16  # headers per vectorised chunk (32 MiB of header bytes)
 
 
 @dataclass
@@ -144,15 +143,46 @@ def parse_number(raw: bytes, path: str, fieldname: str, offset: int) -> int:
         raise FormatError(path, fieldname, offset, "not an octal number", found=raw) from None
 
 
-def _checksums_ok(headers: np.ndarray, stored: np.ndarray) -> np.ndarray:
-    unsigned = headers.sum(axis=1, dtype=np.int32) - headers[:, 148:156].sum(axis=1, dtype=np.int32) + 8 * 32
-    good = unsigned == stored
-    if not good.all():  # some old writers summed signed bytes
-        bad = np.flatnonzero(~good)
-        signed_hdr = headers[bad].view(np.int8)
-        signed = signed_hdr.sum(axis=1, dtype=np.int32) - signed_hdr[:, 148:156].sum(axis=1, dtype=np.int32) + 256
-        good[bad] = signed == stored[bad]
-    return good
+_SCAN_CHUNK_BLOCKS = 1 << 17  # 64 MiB of the file per pass
+
+
+@dataclass
+class _Candidates:
+    """Compact copies of the fields of every block that looks like a header."""
+
+    blocks: np.ndarray  # block numbers
+    size_fields: np.ndarray  # (n, 12)
+    chksum_fields: np.ndarray  # (n, 8)
+    sums: np.ndarray  # unsigned byte sum of each header with the checksum field as spaces
+    typeflags: np.ndarray
+    names: np.ndarray  # (n, 100)
+    posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
+
+
+def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, cancel: CancelToken | None) -> _Candidates:
+    """Blocks with 'ustar' at byte 257, and their fields, a chunk of the file at a time.
+
+    Each pass touches the pages of its chunk; telling the kernel we are done with the
+    chunk keeps the resident size flat however big the shard (the page cache keeps the data).
+    """
+    parts: list[tuple[np.ndarray, ...]] = []
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    for start in range(0, len(blocks), _SCAN_CHUNK_BLOCKS):
+        part = blocks[start : start + _SCAN_CHUNK_BLOCKS]
+        hits = np.flatnonzero(part[:, 257] == _USTAR[0])
+        if len(hits):
+            hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
+        headers = part[hits]
+        sums = headers.sum(axis=1, dtype=np.int32) - headers[:, 148:156].sum(axis=1, dtype=np.int32) + 8 * 32
+        parts.append((hits + start, headers[:, 124:136], headers[:, 148:156], sums, headers[:, 156],
+                      headers[:, :NAME_LEN], (headers[:, 262] == 0) & (headers[:, 345] != 0)))
+        del headers, part
+        if dontneed is not None:
+            mm.madvise(dontneed, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+    cols = [np.concatenate(c) for c in zip(*parts)]
+    return _Candidates(*cols)
 
 
 def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelToken | None) -> TarScan | None:
@@ -162,16 +192,14 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
     blocks = np.frombuffer(mm, np.uint8, count=n_blocks * BLOCK).reshape(n_blocks, BLOCK)
     if not blocks[0].any():
         return _empty(path, file_size)  # an archive that is only its end marker
-    cand = np.flatnonzero(blocks[:, 257] == _USTAR[0])
-    if len(cand):
-        cand = cand[(blocks[cand, 257:262] == _USTAR).all(axis=1)]
+    found = _find_candidates(mm, blocks, cancel)
+    del blocks
+    cand = found.blocks
     if len(cand) == 0 or cand[0] != 0:
         return None
-    size_fields = blocks[cand, 124:136]
-    sizes, ok = parse_octal_columns(size_fields)
-    base256 = np.flatnonzero(size_fields[:, 0] & 0x80)
-    for i in base256:
-        sizes[i] = parse_number(bytes(size_fields[i]), path, "size", int(cand[i]) * BLOCK + 124)
+    sizes, ok = parse_octal_columns(found.size_fields)
+    for i in np.flatnonzero(found.size_fields[:, 0] & 0x80):
+        sizes[i] = parse_number(bytes(found.size_fields[i]), path, "size", int(cand[i]) * BLOCK + 124)
         ok[i] = sizes[i] >= 0
     if not ok.all():
         return None  # let the sequential walk name the bad field precisely
@@ -181,18 +209,20 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
     end = int(ends[-1])
     if end > file_size or (end + BLOCK <= file_size and mm[end : end + BLOCK] != _ZERO_BLOCK):
         return None
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    for start in range(0, len(cand), _CHUNK):
-        idx = cand[start : start + _CHUNK]
-        headers = blocks[idx]
-        stored, ok = parse_octal_columns(headers[:, 148:156])
-        good = ok & _checksums_ok(headers, stored)
-        if not good.all():
-            bad = int(idx[np.flatnonzero(~good)[0]]) * BLOCK
-            raise ChecksumError(path, "chksum", bad + 148, "tar header checksum mismatch")
-    typeflags = blocks[cand, 156]
-    regular = np.isin(typeflags, _REGULAR)
+    if end < file_size < end + BLOCK:
+        raise TruncatedError(path, "header", end, "file ends inside a 512-byte header block",
+                             expected=f"{BLOCK} bytes", found=f"{file_size - end} bytes")
+    stored, ok = parse_octal_columns(found.chksum_fields)
+    good = ok & (found.sums == stored)
+    if not good.all():
+        for i in np.flatnonzero(~good):  # some old writers summed signed bytes
+            off = int(cand[i]) * BLOCK
+            header = bytes(mm[off : off + BLOCK])
+            signed = sum(b - 256 if b >= 128 else b for b in header[:148] + header[156:]) + 256
+            if not ok[i] or signed != stored[i]:
+                raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch",
+                                    expected=int(found.sums[i]), found=int(stored[i]))
+    regular = np.isin(found.typeflags, _REGULAR)
     special = np.flatnonzero(~regular)
     reg_idx = cand[regular]
     scan = TarScan(
@@ -200,16 +230,15 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
         file_size=file_size,
         header_offsets=reg_idx.astype(np.int64) * BLOCK,
         sizes=sizes[regular],
-        name_fields=blocks[reg_idx, :NAME_LEN].copy(),
+        name_fields=np.ascontiguousarray(found.names[regular]),
         end_offset=end,
         skipped=len(special),
     )
     # Long names (GNU 'L', pax 'x'/'g') and the ustar prefix need per-record work, but only on those records.
-    posix = (blocks[reg_idx, 262] == 0) & (blocks[reg_idx, 345] != 0)
-    has_long = np.isin(typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
-    if has_long or posix.any():
+    has_long = np.isin(found.typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
+    if has_long or found.posix_prefix[regular].any():
         row_of_block = {int(b): r for r, b in enumerate(reg_idx)}
-        scan.full_names = _resolve_names(mm, path, cand, typeflags, sizes, row_of_block)
+        scan.full_names = _resolve_names(mm, path, cand, found.typeflags, sizes, row_of_block)
     return scan
 
 
