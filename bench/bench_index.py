@@ -1,0 +1,155 @@
+"""Benchmark: itarcore's TARIDX indexer against tarfile and a minimal header walk.
+
+Generates a webdataset fold (default: 4 shards x 50,000 samples of .jpg 2-20 KB,
+.cls and .json: ~600k members, ~2.8 GB), warms the page cache, then times, side
+by side in one process and repeated (median reported):
+
+  * itarcore index_shards, one process and --jobs 2
+  * tarfile.open(p).getmembers() on every shard (the standard library)
+  * a minimal Python loop reading only each header's size field (the practical floor)
+
+Targets (issue 2): >= 40x tarfile's members/s with a warm cache on 2 cores, and
+>= 50% of the minimal header walk on one process.
+
+    python bench/bench_index.py            # full size
+    python bench/bench_index.py --quick    # small, for CI smoke runs
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import statistics
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from itarcore.indexer import index_shards
+
+ZERO = bytes(512)
+
+
+def _header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = 1_700_000_000
+    return info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+def generate(folder: Path, shards: int, samples: int, seed: int = 0) -> list[Path]:
+    """Write the fold with raw header blocks (tarfile's writer would take minutes at full size)."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, 256, 21_000, dtype=np.uint8).tobytes()
+    paths = []
+    for s in range(shards):
+        path = folder / f"bench_{s:04d}.tar"
+        with open(path, "wb", buffering=8 << 20) as fh:
+            sizes = rng.integers(2_000, 20_001, samples)
+            for i in range(samples):
+                stem = f"sample{s:02d}{i:07d}"
+                members = (
+                    ("jpg", pool[: int(sizes[i])]),
+                    ("cls", str(i % 1000).encode()),
+                    ("json", b'{"caption": "a generated sample", "i": %d}' % i),
+                )
+                for ext, data in members:
+                    fh.write(_header(f"{stem}.{ext}", len(data)))
+                    fh.write(data)
+                    fh.write(bytes(-len(data) % 512))
+            fh.write(ZERO * 2)
+        paths.append(path)
+    return paths
+
+
+def warm(paths: list[Path]) -> None:
+    for p in paths:
+        with open(p, "rb") as fh:
+            while fh.read(16 << 20):
+                pass
+
+
+def header_walk(paths: list[Path]) -> int:
+    n = 0
+    for p in paths:
+        with open(p, "rb") as fh:
+            while True:
+                h = fh.read(512)
+                if len(h) < 512 or h == ZERO:
+                    break
+                size = int(h[124:136].strip(b"\0 ") or b"0", 8)
+                fh.seek((size + 511) // 512 * 512, io.SEEK_CUR)
+                n += 1
+    return n
+
+
+def tarfile_members(paths: list[Path]) -> int:
+    n = 0
+    for p in paths:
+        with tarfile.open(p) as tar:
+            n += len(tar.getmembers())
+    return n
+
+
+def itarcore_index(paths: list[Path], jobs: int) -> int:
+    return len(index_shards(paths, jobs=jobs).rows)
+
+
+def timed(fn, repeats: int) -> tuple[float, int]:
+    times, count = [], 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        count = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), count
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="2 shards x 2,000 samples, 1 repeat")
+    ap.add_argument("--shards", type=int, default=4)
+    ap.add_argument("--samples", type=int, default=50_000, help="samples per shard")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dir", type=Path, help="keep the generated fold here (default: a temp dir, removed)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.shards, args.samples, args.repeats = 2, 2_000, 1
+    folder = args.dir or Path(tempfile.mkdtemp(prefix="itar-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        paths = sorted(folder.glob("bench_*.tar"))
+        if len(paths) != args.shards:
+            t0 = time.perf_counter()
+            paths = generate(folder, args.shards, args.samples)
+            print(f"generated {args.shards} shards in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        total_bytes = sum(p.stat().st_size for p in paths)
+        warm(paths)
+        routes = [
+            ("itarcore index (1 process)", lambda: itarcore_index(paths, 1)),
+            ("itarcore index (--jobs 2)", lambda: itarcore_index(paths, 2)),
+            ("tarfile getmembers()", lambda: tarfile_members(paths)),
+            ("minimal header walk (floor)", lambda: header_walk(paths)),
+        ]
+        results = {name: timed(fn, args.repeats) for name, fn in routes}
+        members = results["minimal header walk (floor)"][1]
+        tar_rate = members / results["tarfile getmembers()"][0]
+        floor_rate = members / results["minimal header walk (floor)"][0]
+        print(f"\n{len(paths)} shards, {members:,} members, {total_bytes / 1e9:.2f} GB, warm page cache, "
+              f"{os.cpu_count()} CPUs, median of {args.repeats}\n")
+        print(f"{'route':<30} {'seconds':>9} {'members/s':>12} {'x tarfile':>10} {'x floor':>8}")
+        for name, (seconds, count) in results.items():
+            rate = count / seconds
+            print(f"{name:<30} {seconds:>9.3f} {rate:>12,.0f} {rate / tar_rate:>10.1f} {rate / floor_rate:>8.2f}")
+        print("\ntargets: >= 40x tarfile (2 cores), >= 0.50x floor (1 process)")
+    finally:
+        if args.dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
