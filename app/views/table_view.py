@@ -95,7 +95,11 @@ class TableGrid(QWidget):
         for c in range(self.model.columnCount()):
             title = str(self.model.headerData(c, Qt.Orientation.Horizontal))
             width = fm.horizontalAdvance(title) + 36
-            # lazy values of the first rows are on screen anyway: measuring them costs no extra reads
+            col = self.model.table.columns[c]
+            if col.lazy:  # never resolve lazy values here: a tab not yet shown may need a full scan
+                wide = "9" * len(f"{self.model.table.n_rows:,}") if col.kind in ("int", "size") else "x" * 20
+                width = max(width, fm.horizontalAdvance(wide) + 16)
+                continue
             for r in range(sample):
                 width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
             self.view.setColumnWidth(c, min(width, 420))
