@@ -1,0 +1,405 @@
+"""Pages of the Build index wizard: Source, Folds and options, Run."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QThreadPool, QTimer
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWizardPage,
+)
+
+from app.views.errors import describe_error
+from app.views.wizard_source import SourcePlan, plan_files, plan_folder
+from app.workers import JobWorker
+from itarcore.jobs import IndexResult, index_fold
+from itarcore.progress import CancelToken, Progress, ProgressCallback
+
+IF_EXISTS_CHOICES = [("Replace it", "replace"), ("Keep a backup, then replace", "backup"), ("Stop", "stop")]
+MODES = ("folder", "files", "tar")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def human_seconds(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class SourcePage(QWizardPage):
+    def __init__(self) -> None:
+        super().__init__()
+        self.setTitle("Source")
+        self.setSubTitle("Choose the shards to index: a folder of <fold>_<suffix>.tar files, a list of tar files, "
+                         "or a single tar.")
+        self.plan = SourcePlan()
+        self.mode_group = QButtonGroup(self)
+        modes = QHBoxLayout()
+        for i, label in enumerate(("A folder of shards", "A list of tar files", "A single tar")):
+            button = QRadioButton(label)
+            self.mode_group.addButton(button, i)
+            modes.addWidget(button)
+        modes.addStretch(1)
+        self.mode_group.button(0).setChecked(True)
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("folder, or tar files separated by ';'")
+        self.path_edit.editingFinished.connect(self.refresh)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self.browse)
+        row = QHBoxLayout()
+        row.addWidget(self.path_edit, 1)
+        row.addWidget(browse)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Fold / shard", "Shards", "Size"])
+        self.tree.setColumnWidth(0, 320)
+        self.total = QLabel("Nothing chosen yet.")
+        layout = QVBoxLayout(self)
+        layout.addLayout(modes)
+        layout.addLayout(row)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.total)
+
+    @property
+    def mode(self) -> str:
+        return MODES[max(0, self.mode_group.checkedId())]
+
+    def browse(self) -> None:
+        if self.mode == "folder":
+            folder = QFileDialog.getExistingDirectory(self, "Folder of shards")
+            if folder:
+                self.set_folder(folder)
+        elif self.mode == "files":
+            files, _ = QFileDialog.getOpenFileNames(self, "Tar files", "", "Tar files (*.tar);;All files (*)")
+            if files:
+                self.set_files(files)
+        else:
+            file, _ = QFileDialog.getOpenFileName(self, "Tar file", "", "Tar files (*.tar);;All files (*)")
+            if file:
+                self.set_files([file], single=True)
+
+    def set_folder(self, folder: str | os.PathLike[str]) -> None:
+        self.mode_group.button(0).setChecked(True)
+        self.path_edit.setText(os.fspath(folder))
+        self.refresh()
+
+    def set_files(self, files: list[str | os.PathLike[str]], single: bool = False) -> None:
+        self.mode_group.button(2 if single else 1).setChecked(True)
+        self.path_edit.setText(";".join(os.fspath(f) for f in files))
+        self.refresh()
+
+    def refresh(self) -> None:
+        text = self.path_edit.text().strip()
+        self.plan = SourcePlan()
+        try:
+            if text and self.mode == "folder":
+                self.plan = plan_folder(text)
+            elif text:
+                files = [f for f in text.split(";") if f.strip()]
+                missing = [f for f in files if not os.path.isfile(f)]
+                if missing:
+                    raise FileNotFoundError(2, "no such file", missing[0])
+                self.plan = plan_files(files)
+        except OSError as exc:
+            self.total.setText(f"{getattr(exc, 'filename', None) or text}: {describe_error(text, exc)}")
+            self._fill_tree()
+            self.completeChanged.emit()
+            return
+        self._fill_tree()
+        n_shards = sum(len(p) for p in self.plan.folds.values())
+        self.total.setText(f"{len(self.plan.folds)} fold(s), {n_shards} shard(s), "
+                           f"{human_bytes(self.plan.total_bytes)} in total ({self.plan.total_bytes:,} bytes)"
+                           if self.plan.folds else "No tar shards found here.")
+        self.completeChanged.emit()
+
+    def _fill_tree(self) -> None:
+        self.tree.clear()
+        for fold, paths in self.plan.folds.items():
+            item = QTreeWidgetItem([fold, str(len(paths)), human_bytes(self.plan.fold_bytes(fold))])
+            for path in paths:
+                note = f"  ({self.plan.unreadable[path]})" if path in self.plan.unreadable else ""
+                item.addChild(QTreeWidgetItem([path.name + note, "", human_bytes(self.plan.sizes[path])]))
+            self.tree.addTopLevelItem(item)
+        if self.plan.folds and len(self.plan.folds) <= 3:
+            self.tree.expandAll()
+
+    def isComplete(self) -> bool:
+        return bool(self.plan.folds)
+
+
+class OptionsPage(QWizardPage):
+    def __init__(self, source: SourcePage) -> None:
+        super().__init__()
+        self.source = source
+        self.setTitle("Folds and options")
+        self.setSubTitle("Each fold becomes <fold>.taridx in the output folder.")
+        self.folds = QListWidget()
+        self.folds.itemChanged.connect(lambda _: self.completeChanged.emit())
+        self.folds.itemChanged.connect(lambda _: self._update_warnings())
+        self.output = QLineEdit()
+        self.output.textChanged.connect(lambda _: (self.completeChanged.emit(), self._update_warnings()))
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        out_row = QHBoxLayout()
+        out_row.addWidget(self.output, 1)
+        out_row.addWidget(browse)
+        self.contiguous = QCheckBox("Enforce contiguous order (group each sample's rows together)")
+        self.jobs = QSpinBox()
+        self.jobs.setRange(1, max(1, os.cpu_count() or 1))
+        self.jobs.setSuffix(" process(es)")
+        self.if_exists = QComboBox()
+        for label, value in IF_EXISTS_CHOICES:
+            self.if_exists.addItem(label, value)
+        self.if_exists.currentIndexChanged.connect(lambda _: self._update_warnings())
+        self.warnings = QLabel()
+        self.warnings.setWordWrap(True)
+        self.warnings.setTextFormat(Qt.TextFormat.PlainText)
+        form = QFormLayout()
+        form.addRow("Folds to index:", self.folds)
+        form.addRow("Output folder:", out_row)
+        form.addRow("", self.contiguous)
+        form.addRow("Scan shards with:", self.jobs)
+        form.addRow("If an index exists:", self.if_exists)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.warnings)
+        layout.addStretch(1)
+
+    def initializePage(self) -> None:
+        plan = self.source.plan
+        self.folds.blockSignals(True)
+        self.folds.clear()
+        for fold, paths in plan.folds.items():
+            item = QListWidgetItem(f"{fold}  ({len(paths)} shards, {human_bytes(plan.fold_bytes(fold))})")
+            item.setData(Qt.ItemDataRole.UserRole, fold)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
+            self.folds.addItem(item)
+        self.folds.blockSignals(False)
+        self.output.setText(os.fspath(plan.folder) if plan.folder else "")
+        self._update_warnings()
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Output folder", self.output.text())
+        if folder:
+            self.output.setText(folder)
+
+    def chosen_folds(self) -> list[str]:
+        return [self.folds.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.folds.count())
+                if self.folds.item(i).checkState() == Qt.CheckState.Checked]
+
+    def set_folds(self, folds: list[str]) -> None:
+        for i in range(self.folds.count()):
+            item = self.folds.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.data(Qt.ItemDataRole.UserRole) in folds
+                               else Qt.CheckState.Unchecked)
+
+    def set_if_exists(self, value: str) -> None:
+        self.if_exists.setCurrentIndex([v for _, v in IF_EXISTS_CHOICES].index(value))
+
+    def existing(self) -> list[Path]:
+        out = Path(self.output.text())
+        return [out / f"{f}.taridx" for f in self.chosen_folds() if (out / f"{f}.taridx").exists()]
+
+    def _update_warnings(self) -> None:
+        lines = self.source.plan.warnings()
+        existing = self.existing()
+        if existing:
+            what = {"replace": "will be replaced", "backup": "will be backed up, then replaced",
+                    "stop": "exist: choose replace or backup to continue"}[self.if_exists.currentData()]
+            lines.append(f"{', '.join(p.name for p in existing)} {what}")
+        out = self.output.text()
+        if out and not os.path.isdir(out):
+            lines.append(f"{out} is not a folder")
+        self.warnings.setText("\n".join(f"⚠ {line}" for line in lines))
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:
+        out = self.output.text()
+        blocked = self.if_exists.currentData() == "stop" and self.existing()
+        return bool(self.chosen_folds()) and os.path.isdir(out) and os.access(out, os.W_OK) and not blocked
+
+
+def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, contiguous: bool, if_exists: str,
+               progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> list[IndexResult]:
+    """Run ``index_fold`` for each (fold, shards, output); progress is in bytes over all folds."""
+    total = sum(p.stat().st_size for _, shards, _ in jobs_list for p in shards)
+    base = 0
+    results = []
+    for fold, shards, output in jobs_list:
+        def relay(p: Progress, base: int = base, fold: str = fold) -> None:
+            if progress is not None:
+                progress(Progress(base + p.done, total, p.unit, p.current, p.rate, fold))
+
+        results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
+                                  if_exists=if_exists, progress=relay, cancel=cancel))
+        base += results[-1].total_bytes
+    return results
+
+
+class RunPage(QWizardPage):
+    def __init__(self, source: SourcePage, options: OptionsPage) -> None:
+        super().__init__()
+        self.source, self.options = source, options
+        self.setTitle("Run")
+        self.worker: JobWorker | None = None
+        self.results: list[IndexResult] = []
+        self.state = "idle"  # idle | running | done | cancelled | failed
+        self.overall = QProgressBar()
+        self.overall.setFormat("%p%")
+        self.shard_bar = QProgressBar()
+        self.shard_label = QLabel()
+        self.rate = QLabel()
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.rate, 1)
+        buttons.addWidget(self.cancel_button)
+        form = QFormLayout()
+        form.addRow("Overall:", self.overall)
+        form.addRow("Shards:", self.shard_bar)
+        form.addRow("", self.shard_label)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.log, 1)
+
+    def initializePage(self) -> None:
+        plan, out = self.source.plan, Path(self.options.output.text())
+        self.jobs_list = [(f, plan.folds[f], out / f"{f}.taridx") for f in self.options.chosen_folds()]
+        self.shard_ends: list[tuple[int, str]] = []
+        pos = 0
+        for _, shards, _ in self.jobs_list:
+            for p in shards:
+                pos += plan.sizes[p]
+                self.shard_ends.append((pos, p.name))
+        self.total = pos
+        self.results = []
+        self.log.clear()
+        self.overall.setRange(0, 1000)
+        self.overall.setValue(0)
+        self.shard_bar.setRange(0, len(self.shard_ends))
+        self.shard_bar.setValue(0)
+        self.shard_bar.setFormat("%v / %m")
+        self.shard_label.setText("")
+        self.rate.setText("Starting…")
+        folds = ", ".join(f for f, _, _ in self.jobs_list)
+        self._log(f"Indexing {folds}: {len(self.shard_ends)} shard(s), {human_bytes(self.total)}, "
+                  f"{self.options.jobs.value()} process(es), if an index exists: {self.options.if_exists.currentData()}")
+        self.worker = JobWorker(index_plan, self.jobs_list, jobs=self.options.jobs.value(),
+                                contiguous=self.options.contiguous.isChecked(),
+                                if_exists=self.options.if_exists.currentData())
+        self.worker.progressed.connect(self._on_progress)
+        self.worker.returned.connect(self._on_done)
+        self.worker.errored.connect(self._on_error)
+        self.worker.cancelled.connect(self._on_cancelled)
+        self.worker.finished.connect(self._on_finished)
+        self._set_state("running")
+        self.started = time.perf_counter()
+        self.worker_started = False
+        # Start once the page has shown itself (and callers have had a chance to connect).
+        QTimer.singleShot(0, self._start)
+
+    def _start(self) -> None:
+        if self.worker is not None and not self.worker_started and self.state == "running":
+            self.worker_started = True
+            self.worker.start()
+
+    def cleanupPage(self) -> None:  # Back: stop a run first
+        self.stop_and_wait()
+
+    def stop_and_wait(self) -> None:
+        """Cancel a run and wait for its worker (Back, closing the wizard)."""
+        if self.worker is None:
+            return
+        if not self.worker_started:  # never started: nothing to wait for
+            self.worker = None
+            self._set_state("cancelled")
+            return
+        self.worker.quit()
+        QThreadPool.globalInstance().waitForDone()
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.quit()
+            self.cancel_button.setEnabled(False)
+            self.rate.setText("Cancelling…")
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.cancel_button.setEnabled(state == "running")
+        self.cancel_button.setVisible(state in ("running",))
+        self.completeChanged.emit()
+
+    def _log(self, text: str) -> None:
+        self.log.appendPlainText(f"[{time.strftime('%H:%M:%S')}] {text}")
+
+    def _on_progress(self, p: Progress) -> None:
+        if self.state != "running":
+            return
+        self.overall.setValue(int(1000 * p.done / p.total) if p.total else 0)
+        finished = sum(1 for end, _ in self.shard_ends if end <= p.done)
+        self.shard_bar.setValue(finished)
+        if p.current:
+            self.shard_label.setText(f"{p.message}: {p.current}")
+        elapsed = time.perf_counter() - self.started
+        rate = p.done / elapsed if elapsed > 0 else 0.0
+        per_member = self.source.plan.bytes_per_member.get(p.message, 0.0)
+        members = f"≈{rate / per_member:,.0f} members/s, " if per_member and rate else ""
+        eta = f", ETA {human_seconds((p.total - p.done) / rate)}" if rate > 0 and p.done else ""
+        self.rate.setText(f"{members}{human_bytes(rate)}/s{eta}")
+
+    def _on_done(self, results: list[IndexResult]) -> None:
+        self.results = results
+        for r in results:
+            backup = f"; backup {r.backup.name}" if r.backup else ""
+            self._log(f"{r.fold}: {r.n_rows:,} rows, {r.n_stems:,} stems in {r.seconds:.2f} s "
+                      f"({r.members_per_second:,.0f} members/s) → {r.path}{backup}")
+            for w in r.warnings:
+                self._log(f"{r.fold}: warning: {w}")
+        self.overall.setValue(self.overall.maximum())
+        self.shard_bar.setValue(self.shard_bar.maximum())
+        self.rate.setText(f"Done in {human_seconds(time.perf_counter() - self.started)}")
+        self._set_state("done")
+
+    def _on_error(self, exc: BaseException) -> None:
+        self._log(f"Failed: {describe_error('', exc)}")
+        self.rate.setText("Failed: see the log. Go Back to change the options.")
+        self._set_state("failed")
+
+    def _on_cancelled(self) -> None:
+        self._log("Cancelled: the fold in progress was not written (folds finished before keep their new index).")
+        self.rate.setText("Cancelled. Go Back, then Next to run again.")
+        self._set_state("cancelled")
+
+    def _on_finished(self) -> None:
+        self.worker = None
+
+    def isComplete(self) -> bool:
+        return self.state == "done"

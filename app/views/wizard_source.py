@@ -1,0 +1,129 @@
+"""What the index wizard found: folds, shards, sizes, and what the first look already knows is wrong.
+
+Kept free of widgets so the wizard pages stay small and the findings are easy to test.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from itarcore.audit_rows import checksums_ok
+from itarcore.formats.tar import BLOCK
+from itarcore.indexer import SHARD_PATTERN, discover_folds
+
+SAMPLE_HEADERS = 64  # headers walked at the start of a fold's first shard to estimate bytes per member
+
+
+@dataclass
+class SourcePlan:
+    """Folds to index (fid order), with sizes and warnings."""
+
+    folds: dict[str, list[Path]] = field(default_factory=dict)
+    sizes: dict[Path, int] = field(default_factory=dict)
+    folder: Path | None = None  # default output folder: beside the shards
+    non_tar: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)
+    odd_names: list[Path] = field(default_factory=list)  # tars not named <fold>_<suffix>.tar
+    bytes_per_member: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes.values())
+
+    def fold_bytes(self, fold: str) -> int:
+        return sum(self.sizes[p] for p in self.folds[fold])
+
+    def warnings(self) -> list[str]:
+        out = [f"{p.name}: {why} — indexing this fold will fail" for p, why in self.unreadable.items()]
+        if self.non_tar:
+            names = ", ".join(p.name for p in self.non_tar[:5]) + (" …" if len(self.non_tar) > 5 else "")
+            out.append(f"{len(self.non_tar)} file(s) that are not .tar shards are ignored: {names}")
+        out += [f"{p.name} is not named <fold>_<suffix>.tar: the browser will not find it beside its index"
+                for p in self.odd_names]
+        return out
+
+
+def plan_folder(folder: str | os.PathLike[str]) -> SourcePlan:
+    folder = Path(folder)
+    plan = SourcePlan(folder=folder)
+    plan.folds = {fold: list(paths) for fold, paths in discover_folds(folder).items()}
+    taken = {p for paths in plan.folds.values() for p in paths}
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        path = Path(entry.path)
+        if not entry.is_file() or entry.name.startswith(".") or path in taken:
+            continue
+        if entry.name.endswith(".tar"):
+            plan.odd_names.append(path)
+        elif not entry.name.endswith((".taridx", ".bak")) and ".taridx.bak-" not in entry.name:
+            plan.non_tar.append(path)
+    _finish(plan)
+    return plan
+
+
+def plan_files(files: list[str | os.PathLike[str]]) -> SourcePlan:
+    """An explicit list of tar files (or a single tar): folds by name, others as their own fold."""
+    paths = [Path(f) for f in files]
+    plan = SourcePlan(folder=paths[0].parent if paths else None)
+    grouped: dict[str, list[tuple[str, Path]]] = {}
+    for path in paths:
+        match = SHARD_PATTERN.match(path.name)
+        if not path.name.endswith(".tar"):
+            plan.non_tar.append(path)
+        elif match:
+            grouped.setdefault(match["fold"], []).append((match["suffix"], path))
+        else:
+            plan.odd_names.append(path)
+            grouped.setdefault(path.name.removesuffix(".tar"), []).append(("", path))
+    plan.folds = {fold: [p for _, p in sorted(items)] for fold, items in sorted(grouped.items())}
+    _finish(plan)
+    return plan
+
+
+def _finish(plan: SourcePlan) -> None:
+    for fold, paths in plan.folds.items():
+        for path in paths:
+            try:
+                plan.sizes[path] = path.stat().st_size
+                problem = first_header_problem(path)
+            except OSError as exc:
+                plan.sizes.setdefault(path, 0)
+                problem = exc.strerror or str(exc)
+            if problem:
+                plan.unreadable[path] = problem
+        plan.bytes_per_member[fold] = _bytes_per_member(paths[0]) if paths[0] not in plan.unreadable else 0.0
+
+
+def first_header_problem(path: Path) -> str:
+    """'' when the file starts like a tar archive, else why not."""
+    with open(path, "rb") as fh:
+        head = fh.read(BLOCK)
+    if not head:
+        return "empty file"
+    if len(head) < BLOCK:
+        return f"only {len(head)} bytes: shorter than one tar header"
+    if not any(head):
+        return ""  # an empty archive: only its end marker
+    if not checksums_ok(np.frombuffer(head, np.uint8).reshape(1, BLOCK))[0]:
+        return "does not start with a valid tar header (bad checksum)"
+    return ""
+
+
+def _bytes_per_member(path: Path) -> float:
+    """Average bytes a member takes at the start of ``path`` (for a members/s estimate while indexing)."""
+    offset = count = 0
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(SAMPLE_HEADERS):
+                fh.seek(offset)
+                head = fh.read(BLOCK)
+                if len(head) < BLOCK or not any(head):
+                    break
+                size = int(head[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
+                offset += BLOCK + -(-size // BLOCK) * BLOCK
+                count += head[156:157] in (b"0", b"\0", b"7")
+    except (OSError, ValueError):
+        return 0.0
+    return offset / count if count else 0.0
