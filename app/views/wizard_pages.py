@@ -385,7 +385,11 @@ class RunPage(QWizardPage):
                 self._log(f"{r.fold}: warning: {w}")
         self.overall.setValue(self.overall.maximum())
         self.shard_bar.setValue(self.shard_bar.maximum())
-        self.rate.setText(f"Done in {human_seconds(time.perf_counter() - self.started)}")
+        self.shard_label.setText(f"All {len(self.shard_ends)} shard(s) indexed")
+        elapsed = time.perf_counter() - self.started
+        rows = sum(r.n_rows for r in results)
+        self.rate.setText(f"Done in {human_seconds(elapsed)}: {rows:,} rows"
+                          + (f", {rows / elapsed:,.0f} members/s" if elapsed > 0 else ""))
         self._set_state("done")
 
     def _on_error(self, exc: BaseException) -> None:

@@ -1,0 +1,215 @@
+"""Audit panel (TARIDX): run the quick check or full audit in a worker, list findings, jump to their rows."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QStyle,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.views.errors import show_error
+from app.views.panels import FormatPanel
+from app.workers import JobWorker
+from itarcore.audit import AuditReport, audit_index, quick_check
+from itarcore.dataset import find_shards, fold_name
+from itarcore.document import Document
+from itarcore.jobs import IndexResult, index_fold
+from itarcore.progress import Progress
+
+_ICONS = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+          "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+          "info": QStyle.StandardPixmap.SP_MessageBoxInformation}
+
+
+class AuditPanel(FormatPanel):
+    title = "Audit"
+
+    def __init__(self, document: Document, parent: QWidget | None = None) -> None:
+        super().__init__(document, parent)
+        self.index_path = os.fspath(document.path)
+        self.report: AuditReport | None = None
+        self.worker: JobWorker | None = None
+        self.quick_button = QPushButton("Run quick check")
+        self.quick_button.setToolTip("Index structure, stem count, contiguity flag, missing or extra shards "
+                                     "(reads no shard contents)")
+        self.quick_button.clicked.connect(lambda: self.start(full=False))
+        self.full_button = QPushButton("Run full audit")
+        self.full_button.setToolTip("Every row against its tar header, a re-scan of every shard, sample checks")
+        self.full_button.clicked.connect(lambda: self.start(full=True))
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m rows")
+        top = QHBoxLayout()
+        top.addWidget(self.quick_button)
+        top.addWidget(self.full_button)
+        top.addWidget(self.progress, 1)
+        top.addWidget(self.cancel_button)
+        self.summary = QLabel("Run a check to list what is wrong with this index and its shards.")
+        self.summary.setWordWrap(True)
+        self.findings = QTreeWidget()
+        self.findings.setHeaderLabels(["Finding", "Message", "Rows"])
+        self.findings.setRootIsDecorated(False)
+        self.findings.setWordWrap(True)
+        self.findings.setColumnWidth(0, 170)
+        self.findings.setColumnWidth(1, 520)
+        self.findings.itemClicked.connect(self._on_clicked)
+        self.findings.itemActivated.connect(self._on_clicked)
+        self.export_button = QPushButton("Export report as JSON…")
+        self.export_button.clicked.connect(self._export_dialog)
+        self.rebuild_button = QPushButton("Rebuild index…")
+        self.rebuild_button.setToolTip("Re-index this fold in place; the current index is kept as a backup")
+        self.rebuild_button.clicked.connect(self._confirm_rebuild)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.export_button)
+        bottom.addStretch(1)
+        bottom.addWidget(self.rebuild_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.findings, 1)
+        layout.addLayout(bottom)
+        self._set_running(False)
+
+    # -- running ------------------------------------------------------------------------------------
+    def _set_running(self, running: bool) -> None:
+        self.quick_button.setEnabled(not running)
+        self.full_button.setEnabled(not running)
+        self.cancel_button.setVisible(running)
+        self.progress.setVisible(running)
+        self.export_button.setEnabled(not running and self.report is not None)
+        self.rebuild_button.setVisible(not running and self.report is not None and self.report.stale)
+
+    def start(self, full: bool = True) -> None:
+        if self.worker is not None:
+            return
+        self.progress.setRange(0, 0)
+        self.summary.setText("Running the full audit…" if full else "Running the quick check…")
+        self._run(JobWorker(audit_index if full else quick_check, self.index_path), self._on_report)
+
+    def _run(self, worker: JobWorker, on_result) -> None:
+        worker.progressed.connect(self._on_progress)
+        worker.returned.connect(on_result)
+        worker.errored.connect(self._on_error)
+        worker.cancelled.connect(lambda: self.summary.setText("Cancelled."))
+        worker.finished.connect(self._on_finished)
+        self.worker = worker
+        self._set_running(True)
+        worker.start()
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.quit()
+
+    def _on_progress(self, p: Progress) -> None:
+        self.progress.setFormat(f"%v / %m {p.unit}" + (f"  ({p.rate:,.0f} {p.unit}/s)" if p.rate else ""))
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(min(p.done, p.total))
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.summary.setText("The check could not run: see the message.")
+        show_error(self, "Audit", self.index_path, exc)
+
+    def _on_finished(self) -> None:
+        self.worker = None
+        self._set_running(False)
+
+    def shutdown(self) -> None:
+        if self.worker is not None:
+            self.worker.quit()
+            from PySide6.QtCore import QThreadPool
+
+            QThreadPool.globalInstance().waitForDone()
+
+    # -- findings -----------------------------------------------------------------------------------
+    def _on_report(self, report: AuditReport) -> None:
+        self.report = report
+        self.findings.clear()
+        for i, f in enumerate(report.findings):
+            item = QTreeWidgetItem([f.kind.replace("_", " "), f.message, f"{len(f.rows):,}" if f.rows else "—"])
+            item.setIcon(0, self.style().standardIcon(_ICONS.get(f.severity, _ICONS["info"])))
+            item.setToolTip(0, f.severity)
+            item.setToolTip(1, f.message + (f"\nShards: {', '.join(f.shards)}" if f.shards else ""))
+            item.setTextAlignment(2, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setData(0, Qt.ItemDataRole.UserRole, i)
+            self.findings.addTopLevelItem(item)
+        counts = ", ".join(f"{report.count(s)} {s}{'s' if report.count(s) != 1 and s != 'info' else ''}"
+                           for s in ("error", "warning", "info"))
+        what = "Full audit" if report.full else "Quick check"
+        text = f"{what} of {report.n_rows:,} rows in {report.n_shards} shard(s): {counts}."
+        if not report.findings:
+            text += " No problems found."
+        if report.stale:
+            text += " The index no longer matches its shards: rebuilding it would help."
+        self.summary.setText(text)
+        self.statusMessage.emit(text)
+
+    def _on_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
+        if self.report is None:
+            return
+        finding = self.report.findings[int(item.data(0, Qt.ItemDataRole.UserRole))]
+        if finding.rows:
+            self.selectRows.emit("rows", np.array(finding.rows, dtype=np.int64))
+        if finding.shards:
+            self.statusMessage.emit(f"{finding.kind}: {', '.join(finding.shards)}")
+
+    # -- export and rebuild -------------------------------------------------------------------------
+    def _export_dialog(self) -> None:
+        default = str(Path(self.index_path).with_suffix(".audit.json"))
+        path, _ = QFileDialog.getSaveFileName(self, "Export audit report", default, "JSON (*.json)")
+        if path:
+            self.export_json(path)
+
+    def export_json(self, path: str | os.PathLike[str]) -> None:
+        if self.report is None:
+            return
+        try:
+            Path(path).write_text(self.report.dumps() + "\n", encoding="utf-8")
+        except OSError as exc:
+            show_error(self, "Export audit report", os.fspath(path), exc)
+            return
+        self.statusMessage.emit(f"audit report written to {path}")
+
+    def _confirm_rebuild(self) -> None:
+        answer = QMessageBox.question(self, "Rebuild index",
+                                      f"Re-index the shards of {os.path.basename(self.index_path)} in place?\n"
+                                      "The current index is kept as a .bak file beside it.")
+        if answer == QMessageBox.StandardButton.Yes:
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        if self.worker is not None:
+            return
+        folder = Path(self.index_path).resolve().parent
+        shards = find_shards(folder, fold_name(self.index_path))
+        if not shards:
+            show_error(self, "Rebuild index", self.index_path, "no shards beside the index to rebuild it from")
+            return
+        self.progress.setRange(0, 0)
+        self.summary.setText("Rebuilding the index…")
+        worker = JobWorker(index_fold, [shards[f] for f in sorted(shards)], self.index_path, if_exists="backup")
+        self._run(worker, self._on_rebuilt)
+
+    def _on_rebuilt(self, result: IndexResult) -> None:
+        backup = f" (old index kept as {result.backup.name})" if result.backup else ""
+        self.report = None
+        self.findings.clear()
+        self.summary.setText(f"Rebuilt: {result.n_rows:,} rows, {result.n_stems:,} stems{backup}. Reloading…")
+        self.statusMessage.emit(f"index rebuilt{backup}")
+        self.reloadRequested.emit()
+
+
+PANELS = [AuditPanel]
