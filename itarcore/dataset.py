@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -236,17 +237,27 @@ class Dataset:
             crashid = 0
         return keyhash, crashid
 
-    def lookup_stem(self, stem: str, chunk: int = 1 << 23) -> np.ndarray:
-        """Rows of the sample whose stem is exactly ``stem`` (empty if none)."""
+    def lookup_stem(self, stem: str, chunk: int = 1 << 22) -> np.ndarray:
+        """Rows of the sample whose stem is exactly ``stem`` (empty if none).
+
+        A scan of the keyhash column: memory-bound, so chunks go to two threads
+        (numpy releases the GIL while comparing) to use both cores on big indexes.
+        """
         keyhash, crashid = self.stem_key(stem)
-        hits = []
         kh, cid = self.rows["keyhash"], self.rows["crashid"]
-        for start in range(0, self.n_rows, chunk):
-            match = np.flatnonzero(kh[start : start + chunk] == np.uint64(keyhash))
-            if len(match):
-                match = match[cid[start + match] == crashid]
-                hits.append(match + start)
-        return np.concatenate(hits) if hits else np.zeros(0, np.int64)
+        target = np.uint64(keyhash)
+
+        def scan(start: int) -> np.ndarray:
+            match = np.flatnonzero(kh[start : start + chunk] == target)
+            return match[cid[start + match] == crashid] + start
+
+        starts = range(0, self.n_rows, chunk)
+        if len(starts) > 2:
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stem-lookup") as pool:
+                hits = list(pool.map(scan, starts))
+        else:
+            hits = [scan(start) for start in starts]
+        return np.concatenate(hits).astype(np.int64) if hits else np.zeros(0, np.int64)
 
     def compute_samples(self, progress: ProgressCallback | None = None,
                         cancel: CancelToken | None = None) -> SampleGroups:
@@ -261,7 +272,8 @@ class Dataset:
         change = np.flatnonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1])) + 1
         reporter.update(1)
         runs = np.concatenate(([0], change, [n])).astype(np.int64)
-        if len(runs) - 1 == self.index.header.n_stems or self._runs_unique(runs):
+        # runs >= distinct (keyhash, crashid); equal exactly when every sample is one run
+        if len(runs) - 1 == self.index.header.n_stems:
             self._samples = SampleGroups(runs, None, kh[runs[:-1]].copy(), cid[runs[:-1]].copy())
         else:
             order = np.lexsort((cid, kh))
@@ -280,10 +292,6 @@ class Dataset:
             self._samples = SampleGroups(starts, perm, kh[first].copy(), cid[first].copy())
         reporter.finish()
         return self._samples
-
-    def _runs_unique(self, runs: np.ndarray) -> bool:
-        keys = np.rec.fromarrays([self.rows["keyhash"][runs[:-1]], self.rows["crashid"][runs[:-1]]])
-        return len(np.unique(keys)) == len(keys)
 
     def iter_samples(self) -> Iterator[np.ndarray]:
         groups = self.compute_samples()

@@ -9,7 +9,7 @@ from .base import Column, Document, HeaderField, Payload, Table
 
 # Per-extension and per-crash-stem counts need a pass over every row; up to this many
 # rows they are computed at open, beyond it on first use (the GUI asks from a worker).
-EAGER_STATS_ROWS = 20_000_000
+EAGER_STATS_ROWS = 2_000_000
 
 
 def describe_flags(flags: int) -> str:
