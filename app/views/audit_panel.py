@@ -11,8 +11,11 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMessageBox,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
+    QSplitter,
     QStyle,
     QTreeWidget,
     QTreeWidgetItem,
@@ -53,21 +56,37 @@ class AuditPanel(FormatPanel):
         self.cancel_button.clicked.connect(self.cancel)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m rows")
+        for b in (self.quick_button, self.full_button, self.cancel_button):
+            b.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         top = QHBoxLayout()
         top.addWidget(self.quick_button)
         top.addWidget(self.full_button)
         top.addWidget(self.progress, 1)
         top.addWidget(self.cancel_button)
+        top.addStretch(0)
         self.summary = QLabel("Run a check to list what is wrong with this index and its shards.")
         self.summary.setWordWrap(True)
         self.findings = QTreeWidget()
         self.findings.setHeaderLabels(["Finding", "Message", "Rows"])
         self.findings.setRootIsDecorated(False)
-        self.findings.setWordWrap(True)
+        self.findings.setUniformRowHeights(True)
         self.findings.setColumnWidth(0, 170)
-        self.findings.setColumnWidth(1, 520)
+        header = self.findings.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, header.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, header.ResizeMode.ResizeToContents)
         self.findings.itemClicked.connect(self._on_clicked)
         self.findings.itemActivated.connect(self._on_clicked)
+        self.findings.currentItemChanged.connect(self._show_detail)
+        self.detail = QPlainTextEdit()
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText("Select a finding to read it in full; clicking it selects its rows.")
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.findings)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setSizes([260, 150])
         self.export_button = QPushButton("Export report as JSON…")
         self.export_button.clicked.connect(self._export_dialog)
         self.rebuild_button = QPushButton("Rebuild index…")
@@ -80,7 +99,7 @@ class AuditPanel(FormatPanel):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.summary)
-        layout.addWidget(self.findings, 1)
+        layout.addWidget(split, 1)
         layout.addLayout(bottom)
         self._set_running(False)
 
@@ -138,7 +157,11 @@ class AuditPanel(FormatPanel):
     def _on_report(self, report: AuditReport) -> None:
         self.report = report
         self.findings.clear()
-        for i, f in enumerate(report.findings):
+        self.detail.clear()
+        rank = {"error": 0, "warning": 1, "info": 2}
+        order = sorted(range(len(report.findings)), key=lambda i: rank.get(report.findings[i].severity, 3))
+        for i in order:
+            f = report.findings[i]
             item = QTreeWidgetItem([f.kind.replace("_", " "), f.message, f"{len(f.rows):,}" if f.rows else "—"])
             item.setIcon(0, self.style().standardIcon(_ICONS.get(f.severity, _ICONS["info"])))
             item.setToolTip(0, f.severity)
@@ -156,6 +179,18 @@ class AuditPanel(FormatPanel):
             text += " The index no longer matches its shards: rebuilding it would help."
         self.summary.setText(text)
         self.statusMessage.emit(text)
+
+    def _show_detail(self, item: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None = None) -> None:
+        if item is None or self.report is None:
+            self.detail.clear()
+            return
+        f = self.report.findings[int(item.data(0, Qt.ItemDataRole.UserRole))]
+        lines = [f"{f.severity.upper()} · {f.kind}", "", f.message]
+        if f.shards:
+            lines += ["", "Shards: " + ", ".join(f.shards)]
+        if f.rows:
+            lines += ["", f"{len(f.rows):,} row(s); click the finding to select them in the row grid."]
+        self.detail.setPlainText("\n".join(lines))
 
     def _on_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         if self.report is None:
