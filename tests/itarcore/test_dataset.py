@@ -116,6 +116,18 @@ def test_every_stem_resolves_to_its_members(webds: Path, truth, fold: str) -> No
         assert len(ds.lookup_stem("no_such_stem_anywhere")) == 0
 
 
+@pytest.mark.parametrize("chunk", [5, 64])
+def test_chunked_lookup_equals_truth(webds: Path, truth, chunk: int) -> None:
+    """Small chunks force the multi-chunk (threaded) scan; the answer must not depend on the chunking."""
+    want: dict[str, list[tuple[int, int]]] = {}
+    for m in truth["train"]:
+        want.setdefault(m.stem, []).append((m.fid, m.offset))
+    with Dataset.open(webds / "train.taridx") as ds:
+        for stem, locations in want.items():
+            rows = ds.lookup_stem(stem, chunk=chunk)
+            assert [row_loc(ds, int(r)) for r in rows] == locations, stem  # ascending rows = archive order
+
+
 @pytest.mark.parametrize("fold", ["train", "val"])
 def test_crash_stems_land_on_their_own_rows(webds: Path, data_dir: Path, truth, fold: str) -> None:
     pairs = collision_pairs(data_dir)
