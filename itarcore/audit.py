@@ -172,7 +172,7 @@ def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding
         problems = {r: p for r, p in problems.items() if p[0] != OUTSIDE}
     failed = sorted(problems)
     # A loose member with a failing row's stem hash and extension is that row's member, moved.
-    wanted = {(int(fold.rows[r]["keyhash"]), _ext(fold, r)) for r in failed}
+    wanted = {(int(fold.rows[r]["keyhash"]), int(fold.rows[r]["extid"])) for r in failed}
     moved = [u for u in shard.unaccounted if (u[2], u[3]) in wanted]
     loose = [u for u in shard.unaccounted if (u[2], u[3]) not in wanted]
     if failed:
@@ -193,11 +193,6 @@ def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding
     if not findings and note:
         findings.append(_modified_finding(fold, shard.fid))
     return findings
-
-
-def _ext(fold: _Fold, row: int) -> str | None:
-    extid = int(fold.rows[row]["extid"])
-    return fold.index.extensions[extid] if extid < len(fold.index.extensions) else None
 
 
 def _collisions(fold: _Fold) -> list[Finding]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats.tar import BLOCK, NAME_LEN, TarScan, parse_number, parse_octal_columns
+from .formats.tar import BLOCK, NAME_LEN, TarScan, decode_name, parse_number, parse_octal_columns
 from .indexer import members_from_scan
 from .progress import ProgressReporter
 
@@ -31,30 +31,39 @@ PROBLEM_KINDS = {OUTSIDE: "outside_shard", MISALIGNED: "misaligned_offset", BAD_
 def checksums_ok(headers: np.ndarray) -> np.ndarray:
     """Whether each (n, 512) header's stored checksum matches its bytes (unsigned, or signed as old tars)."""
     stored, ok = parse_octal_columns(headers[:, 148:156])
-    field_sum = headers[:, 148:156].sum(axis=1, dtype=np.int64)
-    unsigned = headers.sum(axis=1, dtype=np.int64) - field_sum + 8 * 32
-    signed_hdr = headers.view(np.int8)
-    signed = signed_hdr.sum(axis=1, dtype=np.int64) - signed_hdr[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * 32
-    return ok & ((unsigned == stored) | (signed == stored))
+    unsigned = headers.sum(axis=1, dtype=np.int64) - headers[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * 32
+    good = ok & (unsigned == stored)
+    retry = np.flatnonzero(ok & ~good)  # some old writers summed signed bytes
+    if len(retry):
+        signed_hdr = headers[retry].view(np.int8)
+        signed = signed_hdr.sum(axis=1, dtype=np.int64) - signed_hdr[:, 148:156].sum(axis=1, dtype=np.int64) + 256
+        good[retry] = signed == stored[retry]
+    return good
 
 
 @dataclass
 class HeaderColumns:
-    """Parsed fields of a batch of 512-byte headers."""
+    """Parsed fields of a batch of 512-byte headers (per-header strings only on request)."""
 
     checksum_ok: np.ndarray
     regular: np.ndarray
     sizes: np.ndarray
     size_ok: np.ndarray
     keyhash: np.ndarray
-    ext_names: list[str]  # per header
-    stems: list[bytes]  # per header
-    names: list[str]
+    extid: np.ndarray  # the index's id of each header's extension, -1 when the index has no such extension
+    stems: np.ndarray  # (n, w) uint8, zero padded
+    stem_lengths: np.ndarray
+    name_fields: np.ndarray
+
+    def name(self, j: int) -> str:
+        return decode_name(bytes(self.name_fields[j]).split(b"\0", 1)[0])
+
+    def stem(self, j: int) -> bytes:
+        return bytes(self.stems[j, : self.stem_lengths[j]])
 
 
-def parse_headers(headers: np.ndarray, path: str, offsets: np.ndarray) -> HeaderColumns:
-    """Checksum, typeflag, size, and stem/extension of each (n, 512) header row."""
-    n = len(headers)
+def parse_headers(headers: np.ndarray, path: str, offsets: np.ndarray, extensions: list[str]) -> HeaderColumns:
+    """Checksum, typeflag, size, and stem hash/extension id of each (n, 512) header row, in numpy passes."""
     checksum_ok = checksums_ok(headers)
     regular = np.isin(headers[:, 156], _REGULAR)
     size_fields = headers[:, 124:136]
@@ -62,11 +71,13 @@ def parse_headers(headers: np.ndarray, path: str, offsets: np.ndarray) -> Header
     for i in np.flatnonzero(size_fields[:, 0] & 0x80).tolist():  # GNU base-256 sizes
         sizes[i] = parse_number(bytes(size_fields[i]), path, "size", int(offsets[i]) + 124)
         size_ok[i] = sizes[i] >= 0
-    scan = TarScan(path, 0, offsets.astype(np.int64), sizes, np.ascontiguousarray(headers[:, :NAME_LEN]))
-    members = members_from_scan(scan)
-    ext_names = [members.ext_names[c] for c in members.ext_codes.tolist()]
-    stems = [bytes(members.stems[i, : members.stem_lengths[i]]) for i in range(n)]
-    return HeaderColumns(checksum_ok, regular, sizes, size_ok, members.keyhash, ext_names, stems, scan.names)
+    names = np.ascontiguousarray(headers[:, :NAME_LEN])
+    members = members_from_scan(TarScan(path, 0, offsets.astype(np.int64), sizes, names))
+    ids = {e: i for i, e in enumerate(extensions)}
+    local_to_index = np.array([ids.get(e, -1) for e in members.ext_names] or [-1], np.int64)
+    extid = local_to_index[members.ext_codes] if len(headers) else np.zeros(0, np.int64)
+    return HeaderColumns(checksum_ok, regular, sizes, size_ok, members.keyhash, extid, members.stems,
+                         members.stem_lengths, names)
 
 
 @dataclass
@@ -80,7 +91,7 @@ class ShardAudit:
     beyond_end: list[int] = field(default_factory=list)  # rows reaching past the end of the file
     truncated: bool = False
     truncated_detail: str = ""
-    unaccounted: list[tuple[int, str, int, str]] = field(default_factory=list)  # (offset, name, keyhash, ext)
+    unaccounted: list[tuple[int, str, int, int]] = field(default_factory=list)  # (offset, name, keyhash, extid)
     n_members: int = 0  # regular member headers found by the re-scan
     cand_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     cand_headers: np.ndarray = field(default_factory=lambda: np.zeros((0, BLOCK), np.uint8), repr=False)
@@ -101,7 +112,7 @@ def audit_shard(fid: int, path: str, rows: np.ndarray, row_ids: np.ndarray, exte
     try:
         _rescan(result, data)
         _check_rows(result, data, rows, row_ids, extensions, crash_stems, reporter, done_before)
-        _account(result, rows)
+        _account(result, rows, extensions)
     finally:
         del data
         if mm is not None:
@@ -148,8 +159,8 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
                 done_before: int) -> None:
     """Record each failing row with its problem code and a detail for the message."""
     size_total = result.file_size
-    crash_ids = {s.encode("utf-8", "surrogateescape"): i + 1 for i, s in enumerate(crash_stems)}
     name = os.path.basename(result.path)
+    blocks = data[: len(data) // BLOCK * BLOCK].reshape(-1, BLOCK)
     for start in range(0, len(rows), ROW_CHUNK):
         part = rows[start : start + ROW_CHUNK]
         ids = row_ids[start : start + ROW_CHUNK]
@@ -164,29 +175,11 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
             result.beyond_end.append(int(ids[i]))
             details[i] = f"data ends at {int(offset[i]) + BLOCK + int(size[i])}, file has {size_total} bytes"
         code[(code == 0) & (offset % BLOCK != 0)] = MISALIGNED
-        idx = np.flatnonzero(header_in)
+        idx = np.flatnonzero(header_in & (code == 0))
         if len(idx):
-            headers = data[offset[idx, None] + np.arange(BLOCK)[None, :]]
-            cols = parse_headers(headers, result.path, offset[idx])
-            exts = [extensions[e] if e < len(extensions) else None for e in part["extid"][idx].tolist()]
-            for j, i in enumerate(idx.tolist()):
-                if code[i]:
-                    continue
-                if not (cols.checksum_ok[j] and cols.regular[j]):
-                    code[i] = BAD_HEADER
-                    details[i] = "no valid tar header there" if not cols.checksum_ok[j] else \
-                        f"header typeflag {chr(headers[j, 156])!r} is not a regular file"
-                    continue
-                crashid = crash_ids.get(cols.stems[j], 0) if crash_ids else 0
-                if (cols.keyhash[j] != part["keyhash"][i] or cols.ext_names[j] != exts[i]
-                        or crashid != int(part["crashid"][i])):
-                    code[i] = NAME_MISMATCH
-                    details[i] = f"header names {cols.names[j]!r}, the row expects extension {exts[i]!r}" + (
-                        "" if cols.keyhash[j] == part["keyhash"][i] and crashid == int(part["crashid"][i])
-                        else f" and stem hash {int(part['keyhash'][i]):016x}")
-                elif not cols.size_ok[j] or cols.sizes[j] != size[i]:
-                    code[i] = SIZE_MISMATCH
-                    details[i] = f"row size {int(size[i])}, header size {int(cols.sizes[j])}"
+            headers = blocks[offset[idx] // BLOCK]  # aligned rows only: misaligned ones already failed
+            cols = parse_headers(headers, result.path, offset[idx], extensions)
+            _compare(part[idx], size[idx], cols, crash_stems, code, idx, details, headers)
         for i in np.flatnonzero(code).tolist():
             if i not in details:  # misaligned but the header there looked fine
                 details[i] = f"offset {int(offset[i])} is not a multiple of {BLOCK}"
@@ -194,7 +187,34 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
         reporter.update(done_before + start + len(part), current=name)
 
 
-def _account(result: ShardAudit, rows: np.ndarray) -> None:
+def _compare(part: np.ndarray, size: np.ndarray, cols: HeaderColumns, crash_stems: list[str], code: np.ndarray,
+             idx: np.ndarray, details: dict[int, str], headers: np.ndarray) -> None:
+    """Vectorised row-vs-header comparison; sets ``code[idx[j]]`` and a detail for each failing row."""
+    bad_header = ~(cols.checksum_ok & cols.regular)
+    crashid = np.zeros(len(part), np.int64)
+    if crash_stems:  # only rows whose stem hash collides can have a crash id: look those up one by one
+        crash_ids = {s.encode("utf-8", "surrogateescape"): i + 1 for i, s in enumerate(crash_stems)}
+        maybe = np.flatnonzero(np.isin(cols.keyhash, part["keyhash"][part["crashid"] > 0]) | (part["crashid"] > 0))
+        for j in maybe.tolist():
+            crashid[j] = crash_ids.get(cols.stem(j), 0)
+    stem_bad = (cols.keyhash != part["keyhash"]) | (crashid != part["crashid"])
+    name_bad = ~bad_header & (stem_bad | (cols.extid != part["extid"]))
+    size_bad = ~bad_header & ~name_bad & (~cols.size_ok | (cols.sizes != size))
+    code[idx[bad_header]] = BAD_HEADER
+    code[idx[name_bad]] = NAME_MISMATCH
+    code[idx[size_bad]] = SIZE_MISMATCH
+    for j in np.flatnonzero(bad_header).tolist():
+        details[int(idx[j])] = ("no valid tar header there" if not cols.checksum_ok[j]
+                                else f"header typeflag {chr(headers[j, 156])!r} is not a regular file")
+    for j in np.flatnonzero(name_bad).tolist():
+        extid = int(part["extid"][j])
+        details[int(idx[j])] = (f"header names {cols.name(j)!r}, the row expects extension id {extid}"
+                                + (f" and stem hash {int(part['keyhash'][j]):016x}" if stem_bad[j] else ""))
+    for j in np.flatnonzero(size_bad).tolist():
+        details[int(idx[j])] = f"row size {int(size[j])}, header size {int(cols.sizes[j])}"
+
+
+def _account(result: ShardAudit, rows: np.ndarray, extensions: list[str]) -> None:
     """Members the re-scan found that no row points at (a row that fails still accounts for its header)."""
     offsets, headers = result.cand_offsets, result.cand_headers
     result.cand_offsets, result.cand_headers = offsets[:0], headers[:0]  # drop views of the closing map
@@ -203,6 +223,6 @@ def _account(result: ShardAudit, rows: np.ndarray) -> None:
     loose = np.flatnonzero(regular & ~pointed)
     if not len(loose):
         return
-    cols = parse_headers(headers[loose], result.path, offsets[loose])
+    cols = parse_headers(headers[loose], result.path, offsets[loose], extensions)
     for j in range(len(loose)):
-        result.unaccounted.append((int(offsets[loose[j]]), cols.names[j], int(cols.keyhash[j]), cols.ext_names[j]))
+        result.unaccounted.append((int(offsets[loose[j]]), cols.name(j), int(cols.keyhash[j]), int(cols.extid[j])))

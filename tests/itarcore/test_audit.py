@@ -124,6 +124,15 @@ def test_shifted_offset(webds: Path, baseline: AuditReport) -> None:
     assert report.stale
 
 
+def test_misaligned_offset(webds: Path, baseline: AuditReport) -> None:
+    index = webds / "train.taridx"
+    m = members(webds / "train_0000.tar")[30]
+    row = row_at(index, 0, m.offset)
+    edit_row(index, row, "offset", m.offset + 100)
+    f = assert_one_new(audit_index(index), baseline, "misaligned_offset")
+    assert f.rows == [row] and f"offset {m.offset + 100} is not a multiple of 512" in f.message
+
+
 def test_deleted_shard(webds: Path, baseline: AuditReport) -> None:
     index = webds / "train.taridx"
     expected = [m.offset for m in members(webds / "train_0001.tar")]
