@@ -29,26 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.views.errors import describe_error
-from app.views.wizard_source import SourcePlan, plan_files, plan_folder
+from app.views.wizard_source import SourcePlan, human_bytes, human_seconds, index_plan, plan_files, plan_folder
 from app.workers import JobWorker
-from itarcore.jobs import IndexResult, index_fold
-from itarcore.progress import CancelToken, Progress, ProgressCallback
+from itarcore.jobs import IndexResult
+from itarcore.progress import Progress
 
 IF_EXISTS_CHOICES = [("Replace it", "replace"), ("Keep a backup, then replace", "backup"), ("Stop", "stop")]
 MODES = ("folder", "files", "tar")
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-def human_seconds(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 class SourcePage(QWizardPage):
@@ -242,23 +229,6 @@ class OptionsPage(QWizardPage):
         out = self.output.text()
         blocked = self.if_exists.currentData() == "stop" and self.existing()
         return bool(self.chosen_folds()) and os.path.isdir(out) and os.access(out, os.W_OK) and not blocked
-
-
-def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, contiguous: bool, if_exists: str,
-               progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> list[IndexResult]:
-    """Run ``index_fold`` for each (fold, shards, output); progress is in bytes over all folds."""
-    total = sum(p.stat().st_size for _, shards, _ in jobs_list for p in shards)
-    base = 0
-    results = []
-    for fold, shards, output in jobs_list:
-        def relay(p: Progress, base: int = base, fold: str = fold) -> None:
-            if progress is not None:
-                progress(Progress(base + p.done, total, p.unit, p.current, p.rate, fold))
-
-        results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
-                                  if_exists=if_exists, progress=relay, cancel=cancel))
-        base += results[-1].total_bytes
-    return results
 
 
 class RunPage(QWizardPage):

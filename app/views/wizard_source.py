@@ -1,6 +1,6 @@
-"""What the index wizard found: folds, shards, sizes, and what the first look already knows is wrong.
+"""The index wizard without widgets: what the source holds (folds, shards, sizes, early warnings), and the run.
 
-Kept free of widgets so the wizard pages stay small and the findings are easy to test.
+Kept free of Qt so the wizard pages stay small and this part is easy to test.
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import numpy as np
 from itarcore.audit_rows import checksums_ok
 from itarcore.formats.tar import BLOCK
 from itarcore.indexer import SHARD_PATTERN, discover_folds
+from itarcore.jobs import IndexResult, index_fold
+from itarcore.progress import CancelToken, Progress, ProgressCallback
 
 SAMPLE_HEADERS = 64  # headers walked at the start of a fold's first shard to estimate bytes per member
 
@@ -127,3 +129,33 @@ def _bytes_per_member(path: Path) -> float:
     except (OSError, ValueError):
         return 0.0
     return offset / count if count else 0.0
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def human_seconds(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, contiguous: bool, if_exists: str,
+               progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> list[IndexResult]:
+    """Run ``index_fold`` for each (fold, shards, output); progress is in bytes over all folds."""
+    total = sum(p.stat().st_size for _, shards, _ in jobs_list for p in shards)
+    base = 0
+    results = []
+    for fold, shards, output in jobs_list:
+        def relay(p: Progress, base: int = base, fold: str = fold) -> None:
+            if progress is not None:
+                progress(Progress(base + p.done, total, p.unit, p.current, p.rate, fold))
+
+        results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
+                                  if_exists=if_exists, progress=relay, cancel=cancel))
+        base += results[-1].total_bytes
+    return results
