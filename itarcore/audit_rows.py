@@ -179,7 +179,7 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
         if len(idx):
             headers = blocks[offset[idx] // BLOCK]  # aligned rows only: misaligned ones already failed
             cols = parse_headers(headers, result.path, offset[idx], extensions)
-            _compare(part[idx], size[idx], cols, crash_stems, code, idx, details, headers)
+            _compare(part[idx], size[idx], cols, extensions, crash_stems, code, idx, details, headers)
         for i in np.flatnonzero(code).tolist():
             if i not in details:  # misaligned but the header there looked fine
                 details[i] = f"offset {int(offset[i])} is not a multiple of {BLOCK}"
@@ -187,8 +187,9 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
         reporter.update(done_before + start + len(part), current=name)
 
 
-def _compare(part: np.ndarray, size: np.ndarray, cols: HeaderColumns, crash_stems: list[str], code: np.ndarray,
-             idx: np.ndarray, details: dict[int, str], headers: np.ndarray) -> None:
+def _compare(part: np.ndarray, size: np.ndarray, cols: HeaderColumns, extensions: list[str],
+             crash_stems: list[str], code: np.ndarray, idx: np.ndarray, details: dict[int, str],
+             headers: np.ndarray) -> None:
     """Vectorised row-vs-header comparison; sets ``code[idx[j]]`` and a detail for each failing row."""
     bad_header = ~(cols.checksum_ok & cols.regular)
     crashid = np.zeros(len(part), np.int64)
@@ -208,7 +209,8 @@ def _compare(part: np.ndarray, size: np.ndarray, cols: HeaderColumns, crash_stem
                                 else f"header typeflag {chr(headers[j, 156])!r} is not a regular file")
     for j in np.flatnonzero(name_bad).tolist():
         extid = int(part["extid"][j])
-        details[int(idx[j])] = (f"header names {cols.name(j)!r}, the row expects extension id {extid}"
+        ext = repr(extensions[extid]) if extid < len(extensions) else f"id {extid} (not in the table)"
+        details[int(idx[j])] = (f"header names {cols.name(j)!r}, the row expects extension {ext}"
                                 + (f" and stem hash {int(part['keyhash'][j]):016x}" if stem_bad[j] else ""))
     for j in np.flatnonzero(size_bad).tolist():
         details[int(idx[j])] = f"row size {int(size[j])}, header size {int(cols.sizes[j])}"

@@ -147,3 +147,33 @@ def test_cancel_and_error_dialog(qtbot, panel_for, webds: Path) -> None:
     for box in boxes:
         box.close()
     assert panel.quick_button.isEnabled()
+
+
+def test_in_the_main_window_a_finding_selects_its_rows_in_the_grid(qtbot, webds: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    from app.views.main_window import MainWindow
+    from app.views.settings import SETTINGS_ENV
+
+    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        with qtbot.waitSignal(window.documentOpened, timeout=15_000):
+            window.open_path(str(webds / "mixed.taridx"))
+        panel = next(p for p in window.panels if isinstance(p, AuditPanel))
+        dock = next(d for d in window._panel_docks if d.widget() is panel)
+        dock.show()  # as View → Audit does
+        dock.raise_()
+        qtbot.waitUntil(lambda: not panel.visibleRegion().isEmpty())
+        run(qtbot, panel, panel.full_button)
+        item = next(it for it in items(panel) if it.text(0) == "missing extension")
+        finding = panel.report.findings[int(item.data(0, Qt.ItemDataRole.UserRole))]
+        qtbot.mouseClick(panel.findings.viewport(), Qt.MouseButton.LeftButton,
+                         pos=panel.findings.visualItemRect(item).center())
+        grid = window.tabs_by_name["rows"].grid
+        assert window.current_tab() is window.tabs_by_name["rows"]
+        selected = grid.model.source_rows(grid.selected_view_rows())
+        assert selected.tolist() == finding.rows == [61]  # mixed_EMPTY.TXT: the only member of its sample
+    finally:
+        window.shutdown()
