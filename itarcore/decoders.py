@@ -140,28 +140,51 @@ def _decode_seg(bits: int) -> Callable[[bytes, dict | None], Decoded]:
             if pixels.shape[2] < n_ch:
                 raise DecodeError(f"seg{bits} needs {n_ch} channels, found {pixels.shape[2]}")
             mask = np.zeros(pixels.shape[:2], np.uint32)
-            for ch in range(n_ch):  # channel 0 holds the low byte
-                mask |= pixels[..., ch].astype(np.uint32) << np.uint32(8 * ch)
+            for ch in range(n_ch):  # as the reference packs them: R is the high byte, e.g. R*65536 + G*256 + B
+                mask |= pixels[..., ch].astype(np.uint32) << np.uint32(8 * (n_ch - 1 - ch))
         return Decoded("array", mask, _describe_array(mask, f"seg{bits} mask"))
 
     return decode
 
 
+def _rle_dtype(code: int) -> np.dtype:
+    """The reference's 4-bit dtype code: (log2(bits) - 3) << 1 | signed."""
+    bits = 8 << (code >> 1)
+    if bits > 64:
+        raise DecodeError(f"RLE dtype code {code} names a {bits}-bit integer")
+    return np.dtype(f"<{'i' if code & 1 else 'u'}{bits // 8}")
+
+
 def decode_rle(data: bytes, meta: dict | None = None) -> Decoded:
-    """Run-length array: a .npy of (value, count) pairs or an int32 pair stream; expanded to 1-D."""
+    """The reference's run-length layout (glzn encoders).
+
+    1 byte: value dtype code (high nibble) and run dtype code (low nibble); u64 BE byte
+    length of the shape and of the value table; the shape (u64); the value table; then
+    the runs as table indices followed by run lengths, both of the run dtype.
+    """
     raw = bytes(data)
-    if raw.startswith(b"\x93NUMPY"):
-        pairs = decode_npy(raw).value
-    else:
-        if len(raw) % 8:
-            raise DecodeError(f"RLE stream of {len(raw)} bytes is not whole (value, count) int32 pairs")
-        pairs = np.frombuffer(raw, "<i4")
-    pairs = np.asarray(pairs).reshape(-1, 2)
-    counts = pairs[:, 1].astype(np.int64)
-    if (counts < 0).any() or counts.sum() > 1 << 28:
-        raise DecodeError("RLE counts are negative or expand past 268M elements")
-    arr = np.repeat(pairs[:, 0], counts)
-    return Decoded("array", arr, _describe_array(arr, f"run-length array ({len(pairs)} runs)"))
+    if len(raw) < 17:
+        raise DecodeError(f"RLE payload of {len(raw)} bytes is shorter than its 17-byte header")
+    value_dt, run_dt = _rle_dtype(raw[0] >> 4), _rle_dtype(raw[0] & 0x0F)
+    shape_len = int.from_bytes(raw[1:9], "big")
+    table_len = int.from_bytes(raw[9:17], "big")
+    body = len(raw) - 17
+    if shape_len % 8 or table_len % value_dt.itemsize or shape_len + table_len > body:
+        raise DecodeError(f"RLE shape ({shape_len} bytes) and table ({table_len} bytes) do not fit the payload")
+    shape = tuple(int(d) for d in np.frombuffer(raw, "<u8", shape_len // 8, 17))
+    table = np.frombuffer(raw, value_dt, table_len // value_dt.itemsize, 17 + shape_len)
+    runs_raw = raw[17 + shape_len + table_len :]
+    if len(runs_raw) % (2 * run_dt.itemsize):
+        raise DecodeError(f"RLE run section of {len(runs_raw)} bytes is not whole (index, count) pairs")
+    runs = np.frombuffer(runs_raw, run_dt).reshape(2, -1)
+    index, counts = runs[0].astype(np.int64), runs[1].astype(np.int64)
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if len(index) and int(index.max()) >= len(table):
+        raise DecodeError(f"RLE run points at value {int(index.max())} of a {len(table)}-entry table")
+    if int(counts.sum()) != total or total > 1 << 28:
+        raise DecodeError(f"RLE runs cover {int(counts.sum())} elements, the shape {shape} needs {total}")
+    arr = np.repeat(table[index], counts).reshape(shape)
+    return Decoded("array", arr, _describe_array(arr, f"run-length array ({len(index)} runs)"))
 
 
 def decode_mat(data: bytes, meta: dict | None = None) -> Decoded:

@@ -192,9 +192,10 @@ def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False)
     if len(ext_ids) > 65536:
         raise DatasetError(f"{len(ext_ids)} distinct extensions: at most 65536 fit a u16 extid")
     crash_stems, n_stems = _assign_crash_ids(rows, stems, stem_len)
-    if force_contiguous:
-        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
     contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
+    if force_contiguous and not contiguous:  # as the reference: an already contiguous fold keeps its order
+        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
+        contiguous = True
     return FoldIndex(rows, extensions, crash_stems, n_stems, contiguous, [s.file_size for s in shards])
 
 

@@ -29,8 +29,7 @@ class UsageError(ItarError):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"itarcore: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_UNUSABLE)
 
 
