@@ -1,0 +1,35 @@
+"""The benchmarks' --quick runs, in CI: they must run and print their tables (no timing assertions)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def run(script: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_bench_index_quick_counts_every_member(tmp_path: Path) -> None:
+    out = run("bench_index.py", "--quick", "--dir", str(tmp_path))
+    shards = sorted(tmp_path.glob("bench_*.tar"))
+    members = sum(len(tarfile.open(p).getmembers()) for p in shards)
+    assert f"{members:,} members" in out
+    for route in ("itarcore index (1 process)", "itarcore index (--jobs 2)", "tarfile getmembers()",
+                  "minimal header walk (floor)"):
+        assert re.search(rf"^{re.escape(route)}\s+[\d.]+\s+[\d,]+", out, re.M), route
+
+
+def test_bench_tbl_quick_prints_both_routes() -> None:
+    pytest.importorskip("turboloader")
+    out = run("bench_tbl.py", "--quick")
+    assert "itarcore" in out and "turboloader" in out and "speed-up" in out
