@@ -6,7 +6,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from .errors import (
     Cancelled,
     ChecksumError,
     DatasetError,
@@ -17,11 +17,11 @@ from .errors import (  # noqa: E402
     VersionError,
     WriteError,
 )
-from .progress import CancelToken, Progress  # noqa: E402
+from .progress import CancelToken, Progress
 
 __all__ = [
-    "Cancelled",
     "CancelToken",
+    "Cancelled",
     "ChecksumError",
     "DatasetError",
     "FormatError",

@@ -4,8 +4,9 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 TEMP_MARKER = ".tmp-"
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 import json
 import pickletools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from .errors import Cancelled
 
@@ -59,10 +59,10 @@ class CancelToken:
 class ProgressReporter:
     """Rate-limited helper: tasks call ``update`` freely; callbacks fire ~20×/s at most."""
 
-    callback: Optional[ProgressCallback]
+    callback: ProgressCallback | None
     total: int
     unit: str = "items"
-    cancel: Optional[CancelToken] = None
+    cancel: CancelToken | None = None
     min_interval: float = 0.05
     _start: float = field(default_factory=time.perf_counter)
     _last: float = 0.0

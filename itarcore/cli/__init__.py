@@ -9,11 +9,12 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ItarError
-from ..formats import FORMAT_NAMES, detect_format
+from ..formats import detect_format, unsupported_reason
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
@@ -66,8 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_info(args: argparse.Namespace) -> int:
     fmt = detect_format(args.file)
     if fmt not in INFO_MODULES:
-        what = FORMAT_NAMES.get(fmt or "", "unrecognised data")
-        raise UsageError(f"{args.file}: not a TARIDX, TACO, kastore or TBL file ({what})")
+        raise UsageError(f"{args.file}: {unsupported_reason(args.file, fmt)}")
     module = _module(INFO_MODULES[fmt])
     data = module.info(args.file, args)
     if args.json:

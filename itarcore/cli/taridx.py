@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterable
-
+from collections.abc import Iterable
+from typing import Any
 
 from ..dataset import Dataset
 from ..errors import DatasetError

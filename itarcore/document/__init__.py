@@ -5,7 +5,7 @@ import importlib
 import os
 
 from ..errors import FormatError
-from ..formats import FORMAT_NAMES, detect_format
+from ..formats import detect_format, unsupported_reason
 from .base import Column, Document, HeaderField, Payload, Table
 
 __all__ = ["Column", "Document", "HeaderField", "Payload", "Table", "open_document"]
@@ -24,12 +24,6 @@ def open_document(path: str | os.PathLike[str], **options: object) -> Document:
     path = os.fspath(path)
     fmt = detect_format(path)
     if fmt not in DOCUMENT_MODULES:
-        what = FORMAT_NAMES.get(fmt or "", "unrecognised data")
-        hint = ""
-        if fmt == "zip":
-            hint = " (a tszip .tsz file is a ZIP: decompress it with `tszip -d FILE` first)" if path.endswith(".tsz") else ""
-        elif fmt == "tar":
-            hint = " (index its fold with `itarcore index` or File → Build index…)"
-        raise FormatError(path, "magic", 0, f"not a TARIDX, TACO, kastore or TBL file: {what}{hint}")
+        raise FormatError(path, "magic", 0, unsupported_reason(path, fmt))
     module = importlib.import_module(f".{DOCUMENT_MODULES[fmt]}", __name__)
     return module.open_document(path, **options)

@@ -34,3 +34,18 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     if len(head) == 512 and head[257:262] == b"ustar":
         return "tar"
     return None
+
+
+def unsupported_reason(path: str | os.PathLike[str], fmt: str | None) -> str:
+    """A helpful sentence for a file none of the four formats can open."""
+    path = os.fspath(path)
+    if fmt == "zip":
+        from .kastore import TSZIP_HINT, _is_tszip
+
+        with open(path, "rb") as fh:
+            if _is_tszip(path, fh.read(8)):
+                return TSZIP_HINT
+    if fmt == "tar":
+        return ("a tar shard, not an index: build its fold's index with `itarcore index FOLDER` "
+                "(or File → Build index… in the browser)")
+    return f"not a TARIDX, TACO, kastore or TBL file ({FORMAT_NAMES.get(fmt or '', 'unrecognised data')})"

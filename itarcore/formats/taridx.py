@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -128,7 +128,7 @@ class TaridxIndex:
                 pass
             self._mapping = None
 
-    def __enter__(self) -> "TaridxIndex":
+    def __enter__(self) -> TaridxIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
