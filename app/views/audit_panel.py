@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -45,6 +45,8 @@ class AuditPanel(FormatPanel):
         self.index_path = os.fspath(document.path)
         self.report: AuditReport | None = None
         self.worker: JobWorker | None = None
+        self.pool = QThreadPool(self)  # our own, so shutdown waits only for this panel's job
+        self.pool.setMaxThreadCount(1)
         self.quick_button = QPushButton("Run quick check")
         self.quick_button.setToolTip("Index structure, stem count, contiguity flag, missing or extra shards "
                                      "(reads no shard contents)")
@@ -127,7 +129,7 @@ class AuditPanel(FormatPanel):
         worker.finished.connect(self._on_finished)
         self.worker = worker
         self._set_running(True)
-        worker.start()
+        worker.start(self.pool)
 
     def cancel(self) -> None:
         if self.worker is not None:
@@ -149,9 +151,7 @@ class AuditPanel(FormatPanel):
     def shutdown(self) -> None:
         if self.worker is not None:
             self.worker.quit()
-            from PySide6.QtCore import QThreadPool
-
-            QThreadPool.globalInstance().waitForDone()
+        self.pool.waitForDone()
 
     # -- findings -----------------------------------------------------------------------------------
     def _on_report(self, report: AuditReport) -> None:

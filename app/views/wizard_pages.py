@@ -237,6 +237,8 @@ class RunPage(QWizardPage):
         self.source, self.options = source, options
         self.setTitle("Run")
         self.worker: JobWorker | None = None
+        self.pool = QThreadPool(self)  # our own, so waiting for a cancelled run waits for nothing else
+        self.pool.setMaxThreadCount(1)
         self.results: list[IndexResult] = []
         self.state = "idle"  # idle | running | done | cancelled | failed
         self.overall = QProgressBar()
@@ -299,21 +301,19 @@ class RunPage(QWizardPage):
     def _start(self) -> None:
         if self.worker is not None and not self.worker_started and self.state == "running":
             self.worker_started = True
-            self.worker.start()
+            self.worker.start(self.pool)
 
     def cleanupPage(self) -> None:  # Back: stop a run first
         self.stop_and_wait()
 
     def stop_and_wait(self) -> None:
         """Cancel a run and wait for its worker (Back, closing the wizard)."""
-        if self.worker is None:
-            return
-        if not self.worker_started:  # never started: nothing to wait for
+        if self.worker is not None and not self.worker_started:  # never started: nothing to wait for
             self.worker = None
             self._set_state("cancelled")
-            return
-        self.worker.quit()
-        QThreadPool.globalInstance().waitForDone()
+        elif self.worker is not None:
+            self.worker.quit()
+        self.pool.waitForDone()
 
     def cancel(self) -> None:
         if self.worker is not None:
