@@ -8,8 +8,10 @@ Signals are delivered to the GUI thread by Qt's queued connections.
 """
 from __future__ import annotations
 
+import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -27,7 +29,13 @@ class _Signals(QObject):
 
 
 class JobWorker(QRunnable):
-    """One run of ``fn(*args, progress=..., cancel=..., **kwargs)`` on the thread pool."""
+    """One run of ``fn(*args, progress=..., cancel=..., **kwargs)`` on the thread pool.
+
+    A started worker keeps itself alive until ``run`` returns, so an owner may drop it
+    (a closed panel) without the thread emitting on deleted signals.
+    """
+
+    _alive: ClassVar[set[JobWorker]] = set()
 
     def __init__(self, fn: Callable[..., Any], *args: Any, pass_progress: bool = True, **kwargs: Any) -> None:
         super().__init__()
@@ -40,6 +48,7 @@ class JobWorker(QRunnable):
         self.returned, self.errored = self.signals.returned, self.signals.errored
         self.cancelled, self.finished = self.signals.cancelled, self.signals.finished
         self.is_running = False
+        self.done_event = threading.Event()  # set once run() has returned or the pool dropped it
 
     def run(self) -> None:  # worker thread
         self.is_running = True
@@ -62,13 +71,29 @@ class JobWorker(QRunnable):
         finally:
             self.is_running = False
             self.signals.finished.emit()
+            self.done_event.set()
+            JobWorker._alive.discard(self)
 
     def _emit_progress(self, p: Progress) -> None:
         self.signals.progressed.emit(p)
 
-    def start(self, pool: QThreadPool | None = None) -> "JobWorker":
-        (pool or QThreadPool.globalInstance()).start(self)
+    def start(self, pool: QThreadPool | None = None) -> JobWorker:
+        JobWorker._alive.add(self)
+        self._pool = pool or QThreadPool.globalInstance()
+        self._pool.start(self)
         return self
+
+    def stop(self) -> bool:
+        """Cancel without waiting: a queued run is dropped, a running one stops at its next check.
+
+        Returns True when the worker is no longer running.
+        """
+        self.cancel_token.cancel()
+        pool = getattr(self, "_pool", None)
+        if pool is not None and not self.is_running and not self.done_event.is_set() and pool.tryTake(self):
+            JobWorker._alive.discard(self)
+            self.done_event.set()
+        return self.done_event.is_set()
 
     def quit(self) -> None:
         """Ask the task to stop at its next progress point; `cancelled` then `finished` follow."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import xxhash
@@ -59,6 +59,11 @@ class SampleGroups:
     order: np.ndarray | None  # row permutation grouping samples; None when rows are already contiguous
     keyhash: np.ndarray
     crashid: np.ndarray
+    # with `order`: the rows' key columns and the samples sorted by key, so that
+    # sample_of_row is a binary search instead of a scan of `order`
+    row_keys: tuple[np.ndarray, np.ndarray] | None = None
+    sorted_keyhash: np.ndarray | None = None  # keyhash of each sample in key order
+    sample_by_key: np.ndarray | None = None  # key order position -> sample
 
     @property
     def n_samples(self) -> int:
@@ -71,8 +76,16 @@ class SampleGroups:
     def sample_of_row(self, row: int) -> int:
         if self.order is None:
             return int(np.searchsorted(self.starts, row, side="right")) - 1
-        pos = int(np.flatnonzero(self.order == row)[0])
-        return int(np.searchsorted(self.starts, pos, side="right")) - 1
+        if self.row_keys is None or self.sorted_keyhash is None or self.sample_by_key is None:
+            pos = int(np.flatnonzero(self.order == row)[0])
+            return int(np.searchsorted(self.starts, pos, side="right")) - 1
+        kh, cid = self.row_keys[0][row], self.row_keys[1][row]
+        lo = int(np.searchsorted(self.sorted_keyhash, kh, side="left"))
+        hi = int(np.searchsorted(self.sorted_keyhash, kh, side="right"))
+        for sample in self.sample_by_key[lo:hi]:  # more than one only for crash stems
+            if self.crashid[sample] == cid:
+                return int(sample)
+        raise IndexError(f"row {row} is in no sample")
 
 
 class Dataset:
@@ -91,7 +104,7 @@ class Dataset:
 
     @classmethod
     def open(cls, index_path: str | os.PathLike[str], shard_dir: str | os.PathLike[str] | None = None,
-             check_rows: bool | None = None) -> "Dataset":
+             check_rows: bool | None = None) -> Dataset:
         index = read_taridx(index_path, check_rows=check_rows)
         folder = shard_dir if shard_dir is not None else Path(index_path).resolve().parent
         return cls(index, find_shards(folder, fold_name(index_path)))
@@ -114,13 +127,14 @@ class Dataset:
         return dict(self._shards)
 
     def referenced_fids(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
-                        chunk: int = 1 << 23) -> np.ndarray:
+                        chunk: int = 1 << 20) -> np.ndarray:
         if self._referenced is None:
             reporter = ProgressReporter(progress, self.n_rows, "rows", cancel)
-            seen = np.zeros(1 << 16, bool)
+            seen = np.zeros(1 << 16, np.int64)
             fid = self.rows["fid"]
+            # bincount, not np.unique: no sort, and short chunks keep GIL holds to a few ms for the GUI
             for start in range(0, self.n_rows, chunk):
-                seen[np.unique(fid[start : start + chunk])] = True
+                seen += np.bincount(fid[start : start + chunk], minlength=1 << 16)
                 reporter.update(min(self.n_rows, start + chunk))
             self._referenced = np.flatnonzero(seen)
         return self._referenced
@@ -286,10 +300,12 @@ class Dataset:
             by_first = np.argsort(order[gstart], kind="stable")
             rank = np.empty_like(by_first)
             rank[by_first] = np.arange(len(by_first))
+            reporter.update(2)
             perm = order[np.argsort(np.repeat(rank, glen), kind="stable")]
             starts = np.concatenate(([0], np.cumsum(glen[by_first]))).astype(np.int64)
             first = perm[starts[:-1]]
-            self._samples = SampleGroups(starts, perm, kh[first].copy(), cid[first].copy())
+            self._samples = SampleGroups(starts, perm, kh[first].copy(), cid[first].copy(),
+                                         row_keys=(kh, cid), sorted_keyhash=skh[gstart], sample_by_key=rank)
         reporter.finish()
         return self._samples
 
@@ -304,7 +320,7 @@ class Dataset:
         self._maps.clear()
         self.index.close()
 
-    def __enter__(self) -> "Dataset":
+    def __enter__(self) -> Dataset:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,7 +21,7 @@ from itarcore.document import Document
 from itarcore.progress import CancelToken, ProgressCallback, ProgressReporter
 
 N_SIZE_BINS = 66  # bin 0: empty payloads; bin k >= 1: sizes in [2**(k-1), 2**k)
-CHUNK = 1 << 22
+CHUNK = 1 << 20  # rows per bincount pass: bincount holds the GIL, so keep each call short
 
 
 @dataclass
@@ -127,7 +127,13 @@ class PlotsPanel(FormatPanel):
         top = QHBoxLayout()
         top.addWidget(self.status, 1)
         top.addWidget(self.log_counts)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(4, 4, 4, 4)
+        self._layout.addLayout(top)
+        self.hist_plot: pg.PlotWidget | None = None  # built on first show: three plots cost ~30 ms at open
+        self._closed = False
 
+    def _build_plots(self) -> None:
         self.hist_plot = pg.PlotWidget(axisItems={"bottom": SizeAxis("bottom")})
         self.hist_plot.setTitle("Payload sizes per extension")
         self.hist_plot.setLabel("left", "rows")
@@ -168,37 +174,49 @@ class PlotsPanel(FormatPanel):
         split.addWidget(bottom)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(top)
-        layout.addWidget(split, 1)
+        self._layout.addWidget(split, 1)
+        self._set_log_counts(self.log_counts.isChecked())
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self.stats is None and self._worker is None:
+        if self.hist_plot is None:
+            self._build_plots()
+        if self.stats is None and self._worker is None and not self._closed:
             self.refresh()
 
     def refresh(self) -> None:
         """(Re)compute the statistics in a worker."""
         if self._worker is not None:
             return
+        if self.hist_plot is None:
+            self._build_plots()
         rows = self.dataset.index.rows
         self.status.setText(f"Counting {len(rows):,} rows…")
         worker = JobWorker(compute_fold_stats, rows, len(self.extensions))
-        worker.progressed.connect(lambda p: self.status.setText(f"Counting rows… {p.fraction:.0%}"))
+        worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._show_stats)
-        worker.errored.connect(lambda exc: self.status.setText(f"Could not compute the plots: {exc}"))
+        worker.errored.connect(self._on_error)
         worker.finished.connect(self._worker_finished)
         self._worker = worker.start()
 
+    def _on_progress(self, p) -> None:
+        self.status.setText(f"Counting rows… {p.fraction:.0%}")
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.status.setText(f"Could not compute the plots: {exc}")
+
     def shutdown(self) -> None:
-        if self._worker is not None:
-            self._worker.quit()
+        """Cancel without waiting: the pass stops at its next chunk, closing never waits for it."""
+        self._closed = True
+        if self._worker is not None and self._worker.stop():
+            self._worker = None
 
     def _worker_finished(self) -> None:
         self._worker = None
 
     def _show_stats(self, stats: FoldStats) -> None:
+        if self._closed:
+            return
         self.stats = stats
         self._draw_histogram(stats)
         self._draw_shards(stats)
@@ -247,7 +265,8 @@ class PlotsPanel(FormatPanel):
         self.bytes_plot.setToolTip(names)
 
     def _set_log_counts(self, on: bool) -> None:
-        self.hist_plot.setLogMode(x=False, y=on)
+        if self.hist_plot is not None:
+            self.hist_plot.setLogMode(x=False, y=on)
 
 
 PANELS = [PlotsPanel]

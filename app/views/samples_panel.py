@@ -109,7 +109,7 @@ class SamplesPanel(FormatPanel):
         self.prev_button.clicked.connect(self.previous_sample)
         self.next_button.clicked.connect(self.next_sample)
         self.position = QLabel()
-        self.message = QLabel("Grouping rows into samples…")
+        self.message = QLabel("Samples are grouped when this panel is first shown.")
         self.message.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
@@ -140,21 +140,36 @@ class SamplesPanel(FormatPanel):
             shortcut = QShortcut(QKeySequence(keys), self, slot)
             shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self._set_navigation_enabled(False)
-        self._start_grouping()
+        self._closed = False
 
     # -- grouping --------------------------------------------------------------------
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        # grouping passes over every row: only when the user first looks at this tab, never at open
+        if self.groups is None and self._worker is None and not self._closed:
+            self._start_grouping()
+
     def _start_grouping(self) -> None:
+        self.message.setText("Grouping rows into samples…")
         worker = JobWorker(self.dataset.compute_samples)
-        worker.progressed.connect(lambda p: self.message.setText(f"Grouping rows into samples… {p.fraction:.0%}"))
+        worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._on_groups)
-        worker.errored.connect(lambda exc: self.message.setText(f"Could not group rows into samples: {exc}"))
+        worker.errored.connect(self._on_error)
         worker.finished.connect(self._on_worker_finished)
         self._worker = worker.start()
+
+    def _on_progress(self, p: Any) -> None:
+        self.message.setText(f"Grouping rows into samples… {p.fraction:.0%}")
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.message.setText(f"Could not group rows into samples: {exc}")
 
     def _on_worker_finished(self) -> None:
         self._worker = None
 
     def _on_groups(self, groups: Any) -> None:
+        if self._closed:
+            return
         self.groups = groups
         self.model = SampleListModel(self.dataset, groups, self)
         self.list.setModel(self.model)
@@ -173,8 +188,10 @@ class SamplesPanel(FormatPanel):
             self.go_to_sample(0)
 
     def shutdown(self) -> None:
-        if self._worker is not None:
-            self._worker.quit()
+        """Cancel without waiting: closing a document never waits for a grouping pass."""
+        self._closed = True
+        if self._worker is not None and self._worker.stop():
+            self._worker = None
         self.cards.shutdown()
 
     # -- navigation ----------------------------------------------------------------------

@@ -43,6 +43,19 @@ def panel(qtbot):
     dataset.close()
 
 
+def test_grouping_starts_only_when_the_panel_is_shown(qtbot):
+    dataset = Dataset.open(INDEX)
+    w = SamplesPanel(Document(str(INDEX), "taridx", "TARIDX", [], [], source=dataset))
+    qtbot.addWidget(w)
+    assert w._worker is None and w.groups is None  # nothing runs for a panel nobody looks at
+    with qtbot.waitSignal(w.samplesReady, timeout=5000):
+        w.show()
+    keys = set(zip(dataset.rows["keyhash"].tolist(), dataset.rows["crashid"].tolist()))
+    assert w.groups.n_samples == len(keys)
+    w.shutdown()
+    dataset.close()
+
+
 def stems_of_current(panel) -> set[str]:
     names = tar_names_by_offset()
     rows = panel.dataset.index.rows[panel.groups.rows_of(panel.current)]

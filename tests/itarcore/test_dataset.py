@@ -228,6 +228,25 @@ def test_sample_of_row_agrees_with_rows_of(webds: Path, fold: str) -> None:
         assert sorted(seen) == list(range(ds.n_rows))
 
 
+def test_sample_of_row_interleaved_crash_stems(tmp_path: Path) -> None:
+    """Non-contiguous rows where one keyhash carries two stems (crash id 0 and 1): the key search picks by crash id."""
+    rng = np.random.default_rng(7)
+    keys = [(5, 0), (5, 1), (9, 0), (2, 0), (5, 0), (2, 0), (9, 0), (5, 1), (7, 0)] * 3
+    order = rng.permutation(len(keys))
+    rows = np.zeros(len(keys), ROW)
+    rows["keyhash"] = [keys[i][0] for i in order]
+    rows["crashid"] = [keys[i][1] for i in order]
+    rows["offset"] = np.arange(len(keys)) * 1024
+    write_taridx(tmp_path / "f.taridx", rows, ["jpg"], ["crashed-stem"], n_stems=5)
+    with Dataset.open(tmp_path / "f.taridx") as ds:
+        groups = ds.compute_samples()
+        assert groups.order is not None and groups.sample_by_key is not None  # the binary-search path
+        first_seen: dict[tuple[int, int], int] = {}
+        for r, key in enumerate(zip(rows["keyhash"].tolist(), rows["crashid"].tolist())):
+            first_seen.setdefault(key, len(first_seen))
+            assert groups.sample_of_row(r) == first_seen[key]
+
+
 # -- missing shards and bounds ---------------------------------------------------------------------------------------
 
 
