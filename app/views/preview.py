@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from app.workers import JobWorker
 from itarcore.document import Payload
 
-from .preview_widgets import HexView, make_view
+from .preview_widgets import HexView, ImagePane, make_view
 
 DEBOUNCE_MS = 80
 # Workers in flight, held here rather than by a widget: a QRunnable that Python frees while the
@@ -206,7 +206,10 @@ class PayloadPreview(QWidget):
             desc = decoded.description
             self.description.setText(f"· {desc}" if desc.endswith(size) else f"· {desc} · {size}")
             self.error_label.hide()
-            self._set_content(None if decoded.kind == "bytes" else make_view(decoded, payload.data))
+            if decoded.kind == "image" and isinstance(self._content, ImagePane):
+                self._content.set_image(decoded.value)  # the next image reuses the pane: no new scene
+            else:
+                self._set_content(None if decoded.kind == "bytes" else make_view(decoded, payload.data))
         self._set_actions_enabled(True)
         self._show_page(self.hex_button.isChecked())
         self.previewReady.emit()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PIL import Image
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QImage, QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 _GREY_MODES = {"L", "I;16", "I;16B", "I;16L", "I", "F"}
@@ -42,6 +42,47 @@ def image_arrays(image: Image.Image) -> tuple[np.ndarray, np.ndarray, tuple[floa
     return values, display, None
 
 
+_QIMAGE_FORMATS = {1: QImage.Format.Format_Grayscale8, 3: QImage.Format.Format_RGB888,
+                   4: QImage.Format.Format_RGBA8888}
+
+
+def qimage_of(display: np.ndarray) -> QImage | None:
+    """A QImage over 8-bit grey/RGB/RGBA pixels (no copy, no level scaling); None for other data."""
+    if display.dtype != np.uint8 or display.ndim not in (2, 3):
+        return None
+    channels = 1 if display.ndim == 2 else display.shape[2]
+    fmt = _QIMAGE_FORMATS.get(channels)
+    if fmt is None:
+        return None
+    display = np.ascontiguousarray(display)
+    h, w = display.shape[:2]
+    image = QImage(display.data, w, h, display.strides[0], fmt)
+    image._buffer = display  # QImage does not own the pixels: keep them alive with it
+    return image
+
+
+class QImageItem(pg.GraphicsObject):
+    """Draws a QImage pixel-for-pixel in view coordinates: 8-bit images need no levels or lookup table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qimage: QImage | None = None
+
+    def set_qimage(self, image: QImage | None) -> None:
+        self.prepareGeometryChange()
+        self.qimage = image
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        if self.qimage is None:
+            return QRectF()
+        return QRectF(0, 0, self.qimage.width(), self.qimage.height())
+
+    def paint(self, painter: QPainter, *args) -> None:
+        if self.qimage is not None:
+            painter.drawImage(QPointF(0, 0), self.qimage)
+
+
 def _format_value(value: np.ndarray | np.generic) -> str:
     if np.ndim(value) == 0:
         v = value.item() if hasattr(value, "item") else value
@@ -60,8 +101,10 @@ class ImagePane(QWidget):
         self.view.setBackground(self.palette().color(QPalette.ColorRole.Base))
         self.viewbox = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
         self.view.setCentralItem(self.viewbox)
-        self.item = pg.ImageItem(axisOrder="row-major")
+        self.item = pg.ImageItem(axisOrder="row-major")  # levels for 16-bit, float and array data
         self.viewbox.addItem(self.item)
+        self.qitem = QImageItem()  # 8-bit grey/RGB(A): handed to Qt as is
+        self.viewbox.addItem(self.qitem)
         self.values: np.ndarray | None = None
         self.readout = QLabel(" ")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -97,7 +140,11 @@ class ImagePane(QWidget):
 
     def _show(self, values: np.ndarray, display: np.ndarray, levels: tuple[float, float] | None) -> None:
         self.values = values
-        if levels is None:
+        qimage = qimage_of(display) if levels in (None, (0, 255)) else None
+        self.qitem.set_qimage(qimage)
+        if qimage is not None:
+            self.item.clear()
+        elif levels is None:
             self.item.setImage(display, autoLevels=False, levels=(0, 255))
         else:
             self.item.setImage(display, autoLevels=False, levels=levels)
@@ -131,6 +178,7 @@ class ImagePane(QWidget):
     def clear(self) -> None:
         self.values = None
         self.item.clear()
+        self.qitem.set_qimage(None)
         self.readout.setText(" ")
 
     def _on_mouse_moved(self, scene_pos: QPointF) -> None:
