@@ -6,8 +6,30 @@ import os
 import sys
 from pathlib import Path
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SCREENSHOT_TIMEOUT_MS = 120_000
+# harmless notes the offscreen platform prints for every window; they only bury real messages
+OFFSCREEN_NOISE = ("does not support propagateSizeHints",)
+
+
+def use_offscreen_if_headless(env: dict[str, str] | None = None) -> bool:
+    """Pick Qt's offscreen platform when there is no display (must run before the QApplication exists)."""
+    env = os.environ if env is None else env
+    if env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return False
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    return True
+
+
+def quiet_offscreen_noise() -> None:
+    """Drop the offscreen platform's known harmless warnings; every other Qt message still reaches stderr."""
+    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+
+    def handler(mode, context, message: str) -> None:
+        if any(noise in message for noise in OFFSCREEN_NOISE):
+            return
+        sys.stderr.write(qFormatLogMessage(mode, context, message) + "\n")
+
+    qInstallMessageHandler(handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,20 +48,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot and not (args.file or args.demo):
         print("itar-browser: --screenshot needs FILE or --demo", file=sys.stderr)
         return 2
-    from PySide6.QtGui import QIcon
+    if args.screenshot:
+        use_offscreen_if_headless()  # a grab needs no screen: works over ssh and in CI
     from PySide6.QtWidgets import QApplication
 
-    from app.style import apply_theme
+    from app.style import app_icon, apply_theme
     from app.views.main_window import MainWindow
     from app.views.settings import APPLICATION, ORGANISATION
 
+    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        quiet_offscreen_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName(ORGANISATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("iTar Browser")
-    icon = RESOURCES / "itar-browser.svg"
-    if icon.exists():
-        app.setWindowIcon(QIcon(str(icon)))
+    app.setWindowIcon(app_icon())
     window = MainWindow()
     apply_theme(app, args.theme or str(window.settings.value("theme", "system")))
     if args.screenshot:

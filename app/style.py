@@ -1,10 +1,18 @@
 """Light and dark palettes on the Fusion style, and colours that read well on both."""
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from pathlib import Path
+
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 THEMES = ("system", "light", "dark")
+ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "itar-browser.svg"
+
+
+def app_icon() -> QIcon:
+    """The application's mark (resources/itar-browser.svg); an empty icon if the file is missing."""
+    return QIcon(str(ICON_PATH)) if ICON_PATH.exists() else QIcon()
 
 
 def dark_palette() -> QPalette:

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QVBoxLayout, QWidget
 
+from app.style import app_icon
 from app.views.about import show_about
 from app.views.errors import describe_error, show_error
 from app.views.header_view import HeaderPanel
@@ -38,6 +39,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.setWindowTitle("iTar Browser")
+        self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
         self.settings = app_settings()
         self.document: Document | None = None

@@ -237,6 +237,40 @@ def test_screenshot_option_writes_png_and_exits_0(tmp_path):
     assert (image.width(), image.height()) == (1200, 800)
 
 
+def test_screenshot_without_a_display_uses_offscreen_quietly(tmp_path):
+    """No DISPLAY, WAYLAND_DISPLAY or QT_QPA_PLATFORM: --screenshot must not try xcb, and must not spam stderr."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env[SETTINGS_ENV] = str(tmp_path / "s.ini")
+    out = tmp_path / "shot.png"
+    done = subprocess.run([sys.executable, "-m", "app.main", str(TREES), "--screenshot", str(out), "--size", "1200x800"],
+                          cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert QImage(str(out)).size().toTuple() == (1200, 800)
+    assert "propagateSizeHints" not in done.stderr and "xcb" not in done.stderr
+
+
+def test_headless_platform_choice_respects_an_explicit_setting():
+    from app.main import use_offscreen_if_headless
+
+    env: dict[str, str] = {}
+    assert use_offscreen_if_headless(env) and env["QT_QPA_PLATFORM"] == "offscreen"
+    for given in ({"DISPLAY": ":0"}, {"WAYLAND_DISPLAY": "wayland-0"}, {"QT_QPA_PLATFORM": "xcb"}):
+        env = dict(given)
+        assert not use_offscreen_if_headless(env) and env == given
+
+
+def test_window_and_about_box_show_the_app_icon(qtbot, window):
+    from app.style import ICON_PATH
+
+    assert ICON_PATH.exists() and not window.windowIcon().isNull()
+    sharp = window.windowIcon().pixmap(16, 16).toImage()
+    assert len({sharp.pixel(x, y) for x in range(16) for y in range(16)}) > 4  # drawn, not a blank square
+    window.about()
+    box = next(w for w in QApplication.topLevelWidgets() if w.objectName() == "aboutBox")
+    assert not box.iconPixmap().isNull()
+    box.close()
+
+
 def test_screenshot_of_unreadable_input_exits_2_with_the_error(tmp_path):
     bad = tmp_path / "nonsense.bin"
     bad.write_bytes(b"not an index at all" * 10)
