@@ -39,7 +39,7 @@ class HeaderPanel(QWidget):
             width = fm.horizontalAdvance(title) + 24
             for r in range(min(self.model.rowCount(), 200)):
                 width = max(width, fm.horizontalAdvance(str(self.model.data(self.model.index(r, c)))) + 16)
-            self.view.setColumnWidth(c, min(width, 220))
+            self.view.setColumnWidth(c, min(width, 150 if c == 0 else 220))  # group names repeat: keep narrow
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if current.isValid():

@@ -100,7 +100,7 @@ class MainWindow(QMainWindow):
         return dock
 
     def _size_docks(self) -> None:
-        preview_w = max(380, self.width() // 3 - 40)
+        preview_w = max(380, self.width() * 27 // 100)  # the grid and header fields get the rest
         hex_w = self.hex_pane.minimum_width_hint()
         self.resizeDocks([self.preview_dock], [preview_w], Qt.Orientation.Horizontal)
         self.resizeDocks([self.header_dock], [max(260, self.height() // 3)], Qt.Orientation.Vertical)

@@ -75,9 +75,10 @@ class PayloadPreview(QWidget):
         font = self.title.font()
         font.setBold(True)
         self.title.setFont(font)
-        self.description = QLabel()
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.description = QLabel()  # its own line under the name: never clipped by the buttons
         self.description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.description.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.description.setWordWrap(True)
         self.hex_button = QToolButton(text="Hex", checkable=True)
         self.hex_button.setToolTip("Show the raw bytes as hex (Ctrl+H)")
         self.hex_button.setShortcut(QKeySequence("Ctrl+H"))
@@ -101,13 +102,13 @@ class PayloadPreview(QWidget):
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
-        bar.addWidget(self.title)
-        bar.addWidget(self.description, 1)
+        bar.addWidget(self.title, 1)
         bar.addWidget(self.hex_button)
         bar.addWidget(self.save_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(bar)
+        layout.addWidget(self.description)
         layout.addWidget(self.error_label)
         layout.addWidget(self.stack, 1)
 
@@ -124,7 +125,7 @@ class PayloadPreview(QWidget):
         self._generation += 1
         self._pending = payload
         self.title.setText(payload.name)
-        self.description.setText(f"· {describe_size(len(payload.data))} · decoding…")
+        self.description.setText(f"{describe_size(len(payload.data))} · decoding…")
         self._timer.start()
 
     def show_unavailable(self, name: str, reason: str) -> None:
@@ -197,14 +198,14 @@ class PayloadPreview(QWidget):
         self.hex_view.set_data(payload.data)
         size = describe_size(len(payload.data))
         if error:
-            self.description.setText(f"· {payload.ext or 'no extension'} · {size}")
+            self.description.setText(f"{payload.ext or 'no extension'} · {size}")
             self.error_label.setText(f"Cannot decode {payload.name}: {error}")
             self.error_label.setStyleSheet(f"color: {_error_colour(self)};")
             self.error_label.show()
             self._set_content(None)
         else:
             desc = decoded.description
-            self.description.setText(f"· {desc}" if desc.endswith(size) else f"· {desc} · {size}")
+            self.description.setText(desc if desc.endswith(size) else f"{desc} · {size}")
             self.error_label.hide()
             if decoded.kind == "image" and isinstance(self._content, ImagePane):
                 self._content.set_image(decoded.value)  # the next image reuses the pane: no new scene

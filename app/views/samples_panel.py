@@ -119,7 +119,8 @@ class SamplesPanel(FormatPanel):
 
         self.list = QListView()
         self.list.setUniformItemSizes(True)  # only visible entries are asked for, at one fixed height
-        self.list.setMinimumWidth(160)
+        self.list.setMinimumWidth(140)
+        self.list.setMaximumWidth(260)  # the member cards, not the list, need the dock's width
         self.cards = SampleCards()
         self.cards.rowClicked.connect(lambda row: self.selectRows.emit("rows", np.array([row], dtype=np.int64)))
         self.cards.cardsReady.connect(lambda: self.sampleShown.emit(self.current))
@@ -127,7 +128,7 @@ class SamplesPanel(FormatPanel):
         split.addWidget(self.list)
         split.addWidget(self.cards)
         split.setStretchFactor(1, 1)
-        split.setSizes([220, 700])
+        split.setSizes([170, 700])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)

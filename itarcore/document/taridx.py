@@ -102,10 +102,10 @@ def open_document(path: str, **options: object) -> Document:
         name = ds.member_names([row])[0].rsplit("/", 1)[-1]
         return Payload(data, ds.ext_of(row), name or f"row{row}", {"row": row})
 
+    # no "Row" column: the grid's row header already shows each row's index in the file
     row_table = Table(
         "rows", n,
         [
-            Column("Row", lambda r: np.asarray(r), "int", tooltip="row index in the index file"),
             Column("Shard", rows["fid"], "enum", shard_labels, "fid and shard file"),
             Column("Offset", rows["offset"], "int", tooltip="offset of the member's 512-byte tar header"),
             Column("Size", rows["size"], "size", tooltip="payload bytes"),

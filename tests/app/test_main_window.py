@@ -312,9 +312,13 @@ def test_taridx_rows_preview_bytes_equal_tarfile(qtbot, window):
             assert window.go_to_row(row)
         fid, member, data = members[row]
         assert bytes(window.preview.payload.data) == data
-        assert tab.model.text(row, 1).startswith(f"{fid}: ")
-        assert tab.model.text(row, 2) == str(member.offset)
-        assert tab.model.text(row, 7) == stem_ext(member.name)[0]  # the lazy stem, read for the visible rows
+        col = {c.title: i for i, c in enumerate(tab.table.columns)}
+        assert "Row" not in col  # the row header shows the file's row index; no second copy as a column
+        header = tab.model.headerData(row - tab.model.window_start, Qt.Orientation.Vertical)
+        assert header == str(row)
+        assert tab.model.text(row, col["Shard"]).startswith(f"{fid}: ")
+        assert tab.model.text(row, col["Offset"]) == str(member.offset)
+        assert tab.model.text(row, col["Stem"]) == stem_ext(member.name)[0]  # lazy: read for the visible rows
         assert window.status.selection_label.text() == f"rows row {row:,}"
 
 
@@ -343,7 +347,8 @@ def test_taridx_extension_drill_and_crash_stem_search(qtbot, window):
         qtbot.keyClick(key, Qt.Key.Key_Return)
     truth = [i for i, (_, m, _) in enumerate(members) if stem_ext(m.name)[0] == stem]
     assert truth and [rows_tab.model.source_row(i) for i in range(rows_tab.model.n_view)] == truth
-    assert {rows_tab.model.text(i, 7) for i in range(rows_tab.model.n_view)} == {stem}
+    stem_col = [c.title for c in rows_tab.table.columns].index("Stem")
+    assert {rows_tab.model.text(i, stem_col) for i in range(rows_tab.model.n_view)} == {stem}
 
 
 def test_taridx_missing_shard_banner_and_disabled_preview(qtbot, window, webds):
