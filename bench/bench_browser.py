@@ -2,6 +2,7 @@
 
     python bench/bench_browser.py            # 10M and 100M rows (writes ~3.5 GB to a temp dir, then deletes it)
     python bench/bench_browser.py --quick    # 1M rows, a smoke run for CI
+    python bench/bench_browser.py --rows 10000000   # one size
 
 Each index holds real random rows (written in chunks with numpy), so sorting and
 masking do real work; no shards exist, so previews are measured on a separate JPEG.
@@ -178,6 +179,7 @@ def bench_preview(app) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1M rows only")
+    parser.add_argument("--rows", type=int, nargs="+", metavar="N", help="index sizes to measure (default 10M 100M)")
     parser.add_argument("--no-panels", action="store_true",
                         help="leave out the format panels (samples, plots): measures the format-neutral window alone")
     args = parser.parse_args()
@@ -188,8 +190,11 @@ def main() -> int:
     os.environ.setdefault("ITAR_BROWSER_SETTINGS", os.path.join(tempfile.gettempdir(), "itar-bench-settings.ini"))
     from PySide6.QtWidgets import QApplication
 
+    from app.main import quiet_offscreen_noise
+
+    quiet_offscreen_noise()
     app = QApplication.instance() or QApplication([])
-    sizes = [1_000_000] if args.quick else [10_000_000, 100_000_000]
+    sizes = args.rows or ([1_000_000] if args.quick else [10_000_000, 100_000_000])
     results: dict[int, dict[str, str]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="itar-bench-"))
     try:

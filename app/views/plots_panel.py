@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from app.views.panels import FormatPanel
@@ -179,9 +179,16 @@ class PlotsPanel(FormatPanel):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self.hist_plot is None:
-            self._build_plots()
-        if self.stats is None and self._worker is None and not self._closed:
+        # a dock is shown for a moment while it is added and tabified: decide once events settle
+        QTimer.singleShot(0, self._start_if_visible)
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self.stats is None and self._worker is None and not self._closed:  # drawn: its tab is in front
+            QTimer.singleShot(0, self._start_if_visible)
+
+    def _start_if_visible(self) -> None:
+        if not self.visibleRegion().isEmpty() and self.stats is None and self._worker is None and not self._closed:
             self.refresh()
 
     def refresh(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -146,8 +146,17 @@ class SamplesPanel(FormatPanel):
     # -- grouping --------------------------------------------------------------------
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        # a dock is shown for a moment while it is added and tabified: decide once events settle
+        QTimer.singleShot(0, self._start_if_visible)
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self.groups is None and self._worker is None and not self._closed:  # drawn: its tab is in front
+            QTimer.singleShot(0, self._start_if_visible)
+
+    def _start_if_visible(self) -> None:
         # grouping passes over every row: only when the user first looks at this tab, never at open
-        if self.groups is None and self._worker is None and not self._closed:
+        if not self.visibleRegion().isEmpty() and self.groups is None and self._worker is None and not self._closed:
             self._start_grouping()
 
     def _start_grouping(self) -> None:

@@ -322,6 +322,19 @@ def test_taridx_rows_preview_bytes_equal_tarfile(qtbot, window):
         assert window.status.selection_label.text() == f"rows row {row:,}"
 
 
+def test_taridx_panels_wait_until_their_tab_is_in_front(qtbot, window):
+    open_file(qtbot, window, WEBDS / "train.taridx")
+    for _ in range(5):
+        QApplication.processEvents()
+    samples = next(p for p in window.panels if p.title == "Samples")
+    plots = next(p for p in window.panels if p.title == "Plots")
+    assert samples.groups is None and samples._worker is None  # behind the Preview tab: nothing ran
+    assert plots.stats is None and plots._worker is None
+    with qtbot.waitSignal(samples.samplesReady, timeout=10_000):
+        samples.parent().raise_()  # the user clicks the Samples tab
+    assert plots.stats is None and plots._worker is None
+
+
 def test_taridx_extension_drill_and_crash_stem_search(qtbot, window):
     members = tar_members()
     open_file(qtbot, window, WEBDS / "train.taridx")
