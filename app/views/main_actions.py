@@ -118,7 +118,23 @@ class MainActions(QObject):
             return
         wizard = BuildIndexWizard(self.w)
         wizard.indexBuilt.connect(self.w.open_path)
+        wizard.auditRequested.connect(self.open_and_audit)
         wizard.open()
+
+    def open_and_audit(self, path: str) -> None:
+        """Open ``path`` and, once it is loaded, bring the Audit panel forward and run the full audit."""
+        def start_audit(opened: str) -> None:
+            if os.path.abspath(opened) != os.path.abspath(path):
+                return
+            self.w.documentOpened.disconnect(start_audit)
+            for panel, dock in zip(self.w.panels, self.w._panel_docks):
+                if hasattr(panel, "start") and panel.title == "Audit":
+                    dock.show()
+                    dock.raise_()
+                    panel.start(full=True)
+
+        self.w.documentOpened.connect(start_audit)
+        self.w.open_path(path)
 
     def convert_dialog(self) -> None:
         try:
