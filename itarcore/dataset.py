@@ -19,7 +19,7 @@ import numpy as np
 import xxhash
 
 from .errors import DatasetError, MissingShardError
-from .formats.tar import BLOCK, NAME_LEN, decode_name, scan_tar
+from .formats.tar import BLOCK, NAME_LEN, decode_name, header_checksum_ok, scan_tar
 from .formats.taridx import TaridxIndex, read_taridx
 from .indexer import split_name
 from .progress import CancelToken, ProgressCallback, ProgressReporter
@@ -210,7 +210,10 @@ class Dataset:
             raise DatasetError(f"{self._shards[fid]}: row {row} header offset {offset} lies past the end of the shard")
         name = self._long_names_of(fid).get(offset)
         if name is None:
-            name = bytes(mapped[offset : offset + NAME_LEN]).split(b"\0", 1)[0]
+            header = bytes(mapped[offset : offset + BLOCK])
+            if not header_checksum_ok(header):  # a stale row: show nothing rather than payload bytes
+                raise DatasetError(f"{self._shards[fid]}: row {row}: no valid tar header at offset {offset}")
+            name = header[:NAME_LEN].split(b"\0", 1)[0]
             if mapped[offset + 257 : offset + 263] == b"ustar\x00":
                 prefix = bytes(mapped[offset + 345 : offset + 500]).split(b"\0", 1)[0]
                 if prefix:

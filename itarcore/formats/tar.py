@@ -302,6 +302,19 @@ def parse_pax(data: bytes, path: str, offset: int) -> dict[str, bytes]:
     return records
 
 
+def header_checksum_ok(header: bytes) -> bool:
+    """Whether a 512-byte block is a tar header by its checksum (unsigned or old signed sums)."""
+    try:
+        stored = int(header[148:156].split(b"\0", 1)[0].strip(b" ") or b"-1", 8)
+    except ValueError:
+        return False
+    unsigned = sum(header) - sum(header[148:156]) + 256
+    if stored == unsigned:
+        return True
+    signed = sum(b - 256 if b >= 128 else b for b in header[:148] + header[156:]) + 256
+    return stored == signed
+
+
 def _scan_sequential(mm, path: str, file_size: int, progress, cancel) -> TarScan:
     """Strict one-header-at-a-time walk: exact for every tar dialect, precise errors."""
     reporter = ProgressReporter(progress, file_size, "bytes", cancel)
