@@ -30,6 +30,10 @@ from itarcore.errors import ItarError
 PREVIEW_DEBOUNCE_MS = 30
 
 
+# Bump when the default dock arrangement changes, so layouts saved by older versions are not restored.
+LAYOUT_VERSION = 2
+
+
 class MainWindow(QMainWindow):
     documentOpened = Signal(str)
     openFailed = Signal(str, str)  # path, problem
@@ -109,11 +113,11 @@ class MainWindow(QMainWindow):
 
     def _restore_layout(self) -> bool:
         state = self.settings.value("window/state")
-        return state is not None and bool(self.restoreState(state))
+        return state is not None and bool(self.restoreState(state, LAYOUT_VERSION))
 
     def save_layout(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("window/state", self.saveState())
+        self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def reset_layout(self) -> None:
