@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats.tar import BLOCK, NAME_LEN, TarScan, decode_name, parse_number, parse_octal_columns
+from .formats.tar import BLOCK, NAME_LEN, TarScan, checksums_ok, decode_name, parse_number, parse_octal_columns
 from .indexer import members_from_scan
 from .progress import ProgressReporter
 
@@ -26,19 +26,6 @@ ROW_CHUNK = 1 << 16  # rows per gather: 32 MiB of header bytes
 OUTSIDE, MISALIGNED, BAD_HEADER, NAME_MISMATCH, SIZE_MISMATCH = 1, 2, 3, 4, 5
 PROBLEM_KINDS = {OUTSIDE: "outside_shard", MISALIGNED: "misaligned_offset", BAD_HEADER: "bad_header",
                  NAME_MISMATCH: "name_mismatch", SIZE_MISMATCH: "size_mismatch"}
-
-
-def checksums_ok(headers: np.ndarray) -> np.ndarray:
-    """Whether each (n, 512) header's stored checksum matches its bytes (unsigned, or signed as old tars)."""
-    stored, ok = parse_octal_columns(headers[:, 148:156])
-    unsigned = headers.sum(axis=1, dtype=np.int64) - headers[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * 32
-    good = ok & (unsigned == stored)
-    retry = np.flatnonzero(ok & ~good)  # some old writers summed signed bytes
-    if len(retry):
-        signed_hdr = headers[retry].view(np.int8)
-        signed = signed_hdr.sum(axis=1, dtype=np.int64) - signed_hdr[:, 148:156].sum(axis=1, dtype=np.int64) + 256
-        good[retry] = signed == stored[retry]
-    return good
 
 
 @dataclass

@@ -152,8 +152,7 @@ class _Candidates:
 
     blocks: np.ndarray  # block numbers
     size_fields: np.ndarray  # (n, 12)
-    chksum_fields: np.ndarray  # (n, 8)
-    sums: np.ndarray  # unsigned byte sum of each header with the checksum field as spaces
+    checksum_ok: np.ndarray  # bool: the stored checksum matches the header bytes
     typeflags: np.ndarray
     names: np.ndarray  # (n, 100)
     posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
@@ -173,8 +172,7 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, cancel: CancelToken | No
         if len(hits):
             hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
         headers = part[hits]
-        sums = headers.sum(axis=1, dtype=np.int32) - headers[:, 148:156].sum(axis=1, dtype=np.int32) + 8 * 32
-        parts.append((hits + start, headers[:, 124:136], headers[:, 148:156], sums, headers[:, 156],
+        parts.append((hits + start, headers[:, 124:136], checksums_ok(headers), headers[:, 156],
                       headers[:, :NAME_LEN], (headers[:, 262] == 0) & (headers[:, 345] != 0)))
         del headers, part
         if dontneed is not None:
@@ -212,16 +210,11 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
     if end < file_size < end + BLOCK:
         raise TruncatedError(path, "header", end, "file ends inside a 512-byte header block",
                              expected=f"{BLOCK} bytes", found=f"{file_size - end} bytes")
-    stored, ok = parse_octal_columns(found.chksum_fields)
-    good = ok & (found.sums == stored)
-    if not good.all():
-        for i in np.flatnonzero(~good):  # some old writers summed signed bytes
-            off = int(cand[i]) * BLOCK
-            header = bytes(mm[off : off + BLOCK])
-            signed = sum(b - 256 if b >= 128 else b for b in header[:148] + header[156:]) + 256
-            if not ok[i] or signed != stored[i]:
-                raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch",
-                                    expected=int(found.sums[i]), found=int(stored[i]))
+    bad = np.flatnonzero(~found.checksum_ok)
+    if len(bad):
+        off = int(cand[bad[0]]) * BLOCK
+        stored, unsigned = _checksum_values(bytes(mm[off : off + BLOCK]))
+        raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch", expected=unsigned, found=stored)
     regular = np.isin(found.typeflags, _REGULAR)
     special = np.flatnonzero(~regular)
     reg_idx = cand[regular]
@@ -302,17 +295,28 @@ def parse_pax(data: bytes, path: str, offset: int) -> dict[str, bytes]:
     return records
 
 
+def checksums_ok(headers: np.ndarray) -> np.ndarray:
+    """Whether each (n, 512) header's stored checksum matches its bytes (unsigned, or signed as old tars)."""
+    stored, ok = parse_octal_columns(headers[:, 148:156])
+    unsigned = headers.sum(axis=1, dtype=np.int64) - headers[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * 32
+    good = ok & (unsigned == stored)
+    retry = np.flatnonzero(ok & ~good)  # some old writers summed signed bytes
+    if len(retry):
+        signed_hdr = headers[retry].view(np.int8)
+        signed = signed_hdr.sum(axis=1, dtype=np.int64) - signed_hdr[:, 148:156].sum(axis=1, dtype=np.int64) + 256
+        good[retry] = signed == stored[retry]
+    return good
+
+
 def header_checksum_ok(header: bytes) -> bool:
-    """Whether a 512-byte block is a tar header by its checksum (unsigned or old signed sums)."""
-    try:
-        stored = int(header[148:156].split(b"\0", 1)[0].strip(b" ") or b"-1", 8)
-    except ValueError:
-        return False
-    unsigned = sum(header) - sum(header[148:156]) + 256
-    if stored == unsigned:
-        return True
-    signed = sum(b - 256 if b >= 128 else b for b in header[:148] + header[156:]) + 256
-    return stored == signed
+    """Whether one 512-byte block is a tar header by its checksum."""
+    return bool(checksums_ok(np.frombuffer(header, np.uint8, count=BLOCK).reshape(1, BLOCK))[0])
+
+
+def _checksum_values(header: bytes) -> tuple[int, int]:
+    """(stored, computed unsigned) checksum of one header, for error messages."""
+    stored, _ = parse_octal_columns(np.frombuffer(header, np.uint8, count=BLOCK)[148:156].reshape(1, 8))
+    return int(stored[0]), sum(header) - sum(header[148:156]) + 256
 
 
 def _scan_sequential(mm, path: str, file_size: int, progress, cancel) -> TarScan:
@@ -336,12 +340,10 @@ def _scan_sequential(mm, path: str, file_size: int, progress, cancel) -> TarScan
         header = mm[off : off + BLOCK]
         if header == _ZERO_BLOCK:
             break
-        stored = parse_number(header[148:156], path, "chksum", off + 148)
-        unsigned = sum(header) - sum(header[148:156]) + 256
-        signed = unsigned - 256 * sum(1 for b in header if b >= 128) + 256 * sum(1 for b in header[148:156] if b >= 128)
-        if stored not in (unsigned, signed):
+        if not header_checksum_ok(header):
+            stored = parse_number(header[148:156], path, "chksum", off + 148)
             raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch (not a tar header?)",
-                                expected=unsigned, found=stored)
+                                expected=_checksum_values(header)[1], found=stored)
         size = parse_number(header[124:136], path, "size", off + 124)
         flag = header[156]
         if "size" in pending_pax:
