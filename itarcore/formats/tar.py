@@ -101,10 +101,13 @@ def _empty(path: str, size: int) -> TarScan:
 def parse_octal_columns(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parse (n, w) ASCII octal fields; returns (values, ok). Leading spaces/NULs, then digits, then NUL/space."""
     n, width = fields.shape
-    # Fast form written by every common tool: w-1 zero-padded digits, then NUL or space.
-    digits = fields[:, : width - 1].astype(np.int64) - 48
-    if ((digits >= 0) & (digits <= 7)).all() and np.isin(fields[:, width - 1], (0, 32)).all():
-        return digits @ (8 ** np.arange(width - 2, -1, -1, dtype=np.int64)), np.ones(n, bool)
+    # Fast form written by every common tool: the same number of zero-padded digits in every
+    # row, then only NULs and spaces (e.g. "00000001750\0" for sizes, "001750\0 " for checksums).
+    is_digit = (fields >= 48) & (fields <= 55)
+    n_digits = int(is_digit[0].argmin()) if n and not is_digit[0].all() else width
+    if n and 0 < n_digits and is_digit[:, :n_digits].all() and np.isin(fields[:, n_digits:], (0, 32)).all():
+        digits = fields[:, :n_digits].astype(np.int64) - 48
+        return digits @ (8 ** np.arange(n_digits - 1, -1, -1, dtype=np.int64)), np.ones(n, bool)
     return _parse_octal_general(fields)
 
 
@@ -298,7 +301,7 @@ def parse_pax(data: bytes, path: str, offset: int) -> dict[str, bytes]:
 def checksums_ok(headers: np.ndarray) -> np.ndarray:
     """Whether each (n, 512) header's stored checksum matches its bytes (unsigned, or signed as old tars)."""
     stored, ok = parse_octal_columns(headers[:, 148:156])
-    unsigned = headers.sum(axis=1, dtype=np.int64) - headers[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * 32
+    unsigned = headers.sum(axis=1, dtype=np.int32) - headers[:, 148:156].sum(axis=1, dtype=np.int32) + 8 * 32
     good = ok & (unsigned == stored)
     retry = np.flatnonzero(ok & ~good)  # some old writers summed signed bytes
     if len(retry):
