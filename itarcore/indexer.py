@@ -1,6 +1,6 @@
 """Build TARIDX indexes: fold discovery, per-shard member tables, fold merge.
 
-Per shard (parallel across processes): scan the tar headers, split each name into
+Per shard (parallel across threads): scan the tar headers, split each name into
 stem and extension (NOTES.md rules), hash the stems in one numpy batch. Per fold
 (in the parent, in fid order): assign extension ids and crash ids by first
 appearance, count stems, set the contiguity flag. Result bytes do not depend on
@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from . import jit
 from .errors import DatasetError
 from .formats.tar import NAME_LEN, TarScan, scan_tar
 from .formats.taridx import ROW_DTYPE, contiguous_runs
@@ -50,14 +51,29 @@ class ShardMembers:
     ext_codes: np.ndarray  # local ids into ext_names
     ext_names: list[str]  # local first-appearance order
     file_size: int = 0
+    run_starts: np.ndarray | None = None  # rows whose (keyhash, stem) differs from the row before
+
+    def __post_init__(self) -> None:
+        if self.run_starts is None:  # computed here, in the worker, to keep the fold merge small
+            n = len(self.keyhash)
+            same = ((self.keyhash[1:] == self.keyhash[:-1]) & (self.stem_lengths[1:] == self.stem_lengths[:-1])
+                    & (self.stems[1:] == self.stems[:-1]).all(axis=1))
+            self.run_starts = np.flatnonzero(np.concatenate(([n > 0], ~same)))
+
+    def stem(self, row: int) -> bytes:
+        return bytes(self.stems[row, : self.stem_lengths[row]])
 
 
 def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Vectorised NOTES.md split of 100-byte name fields: (stem_start, dot, end) per row."""
+    """NOTES.md split of 100-byte name fields: (stem_start, dot, end) per row."""
     n = len(fields)
     if n == 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
+    if jit.enabled():
+        bounds = np.empty((3, n), np.int64)
+        _split_rows(fields, bounds)
+        return bounds[0], bounds[1], bounds[2]
     nul = fields == 0
     end = np.where(nul.any(axis=1), nul.argmax(axis=1), NAME_LEN)
     width = int(end.max())
@@ -69,6 +85,30 @@ def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     dot = (names == ord(".")) & inside & (cols[None, :] >= start[:, None])
     dot_pos = np.where(dot.any(axis=1), dot.argmax(axis=1), end)
     return start, dot_pos, end
+
+
+@jit.compile_kernel
+def _split_rows(fields, bounds):
+    """The same split, one row at a time as compiled code: rows of bounds = start, dot, end."""
+    for row in range(fields.shape[0]):
+        end = fields.shape[1]
+        for i in range(fields.shape[1]):
+            if fields[row, i] == 0:
+                end = i
+                break
+        start = 0
+        for i in range(end - 1, -1, -1):
+            if fields[row, i] == 47:  # '/'
+                start = i + 1
+                break
+        dot = end
+        for i in range(start, end):
+            if fields[row, i] == 46:  # '.'
+                dot = i
+                break
+        bounds[0, row] = start
+        bounds[1, row] = dot
+        bounds[2, row] = end
 
 
 def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: int) -> np.ndarray:
@@ -133,9 +173,8 @@ def _local_extension_ids(exts: np.ndarray, overrides: dict[int, str]) -> tuple[n
     n, width = exts.shape
     if n == 0:
         return np.zeros(0, np.int64), []
-    keys = np.ascontiguousarray(exts).view(f"V{width}").ravel() if width else np.zeros(n, "V1")
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    names = [bytes(u).rstrip(b"\0").decode("utf-8", "surrogateescape") for u in uniq]
+    uniq, first, inverse = np.unique(_row_keys(exts), return_index=True, return_inverse=True)
+    names = [_key_bytes(u, width).rstrip(b"\0").decode("utf-8", "surrogateescape") for u in uniq]
     codes = inverse.ravel().astype(np.int64)
     if overrides:
         names = list(names)
@@ -152,6 +191,20 @@ def _local_extension_ids(exts: np.ndarray, overrides: dict[int, str]) -> tuple[n
     remap = np.zeros(len(names), np.int64)
     remap[np.array(used, dtype=np.int64)] = np.arange(len(used))
     return remap[codes], [names[i] for i in used]
+
+
+def _row_keys(rows: np.ndarray) -> np.ndarray:
+    """One sortable scalar per row of a (n, w) uint8 matrix: a uint64 when w <= 8 (much faster to sort)."""
+    n, width = rows.shape
+    if width > 8:
+        return np.ascontiguousarray(rows).view(f"V{width}").ravel()
+    packed = np.zeros((n, 8), np.uint8)
+    packed[:, :width] = rows
+    return packed.view("<u8").ravel()
+
+
+def _key_bytes(key, width: int) -> bytes:
+    return bytes(key) if width > 8 else int(key).to_bytes(8, "little")[:width]
 
 
 @dataclass
@@ -172,9 +225,6 @@ def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False)
     rows = np.zeros(n, ROW_DTYPE)
     extensions: list[str] = []
     ext_ids: dict[str, int] = {}
-    width = max((s.stems.shape[1] for s in shards), default=0)
-    stems = np.zeros((n, width), np.uint8)
-    stem_len = np.zeros(n, np.int64)
     pos = 0
     for fid, shard in enumerate(shards):
         m = len(shard.keyhash)
@@ -186,12 +236,10 @@ def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False)
         block["size"] = shard.sizes
         block["extid"] = local_to_global[shard.ext_codes] if m else 0
         block["keyhash"] = shard.keyhash
-        stems[pos : pos + m, : shard.stems.shape[1]] = shard.stems
-        stem_len[pos : pos + m] = shard.stem_lengths
         pos += m
     if len(ext_ids) > 65536:
         raise DatasetError(f"{len(ext_ids)} distinct extensions: at most 65536 fit a u16 extid")
-    crash_stems, n_stems = _assign_crash_ids(rows, stems, stem_len)
+    crash_stems, n_stems = _assign_crash_ids(rows, shards)
     contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
     if force_contiguous and not contiguous:  # as the reference: an already contiguous fold keeps its order
         rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
@@ -199,19 +247,32 @@ def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False)
     return FoldIndex(rows, extensions, crash_stems, n_stems, contiguous, [s.file_size for s in shards])
 
 
-def _assign_crash_ids(rows: np.ndarray, stems: np.ndarray, stem_len: np.ndarray) -> tuple[list[str], int]:
+def _assign_crash_ids(rows: np.ndarray, shards: Sequence[ShardMembers]) -> tuple[list[str], int]:
+    """Crash ids for stems whose xxh64 equals an earlier, different stem's; returns (crash stems, n_stems).
+
+    Only one row per run of equal stems (``run_starts``) takes part in the search for
+    clashes, so a webdataset fold sorts a third of its rows. Rows are numbered fold-wide.
+    """
     keyhash = rows["keyhash"]
     if len(keyhash) == 0:
         return [], 0
-    order = np.argsort(keyhash, kind="stable")
-    kh = keyhash[order]
+    starts = np.cumsum([0] + [len(s.keyhash) for s in shards])
+    reps = np.concatenate([s.run_starts + start for s, start in zip(shards, starts)])
+    width = max(s.stems.shape[1] for s in shards)
+    rep_stems = np.zeros((len(reps), width + 4), np.uint8)  # stem bytes, then the length as u32
+    pos = 0
+    for shard in shards:
+        local = shard.run_starts
+        rep_stems[pos : pos + len(local), : shard.stems.shape[1]] = shard.stems[local]
+        lengths = shard.stem_lengths[local].astype("<u4")
+        rep_stems[pos : pos + len(local), width:] = lengths.view(np.uint8).reshape(-1, 4)
+        pos += len(local)
+    order = np.argsort(keyhash[reps])
+    kh = keyhash[reps][order]
     same_hash = kh[1:] == kh[:-1]
-    width = stems.shape[1]
-    keys = np.ascontiguousarray(stems).view(f"V{width}").ravel() if width else np.zeros(len(kh), "V1")
-    sorted_keys, sorted_len = keys[order], stem_len[order]
-    diff_stem = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_len[1:] != sorted_len[:-1])
-    n_stems = 1 + int(np.count_nonzero(~same_hash)) if len(kh) else 0
-    clash = same_hash & diff_stem
+    n_stems = 1 + int(np.count_nonzero(~same_hash))
+    keys = _row_keys(rep_stems)[order]
+    clash = same_hash & (keys[1:] != keys[:-1])
     if not clash.any():
         return [], n_stems
     colliding = np.unique(kh[1:][clash])
@@ -220,7 +281,8 @@ def _assign_crash_ids(rows: np.ndarray, stems: np.ndarray, stem_len: np.ndarray)
     crash_stems: list[str] = []
     crashid = rows["crashid"]
     for row in np.flatnonzero(np.isin(keyhash, colliding)).tolist():
-        stem = bytes(stems[row, : stem_len[row]])
+        fid = int(rows["fid"][row])
+        stem = shards[fid].stem(row - int(starts[fid]))
         first = canonical.setdefault(int(keyhash[row]), stem)
         if stem == first:
             continue
@@ -233,45 +295,30 @@ def _assign_crash_ids(rows: np.ndarray, stems: np.ndarray, stem_len: np.ndarray)
 
 def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: bool = False, jobs: int = 1,
                  progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> FoldIndex:
-    """Index a fold's shards (fid = position in ``shards``); ``jobs > 1`` scans shards in processes."""
+    """Index a fold's shards (fid = position in ``shards``); ``jobs > 1`` scans that many shards at once.
+
+    Workers are threads: the scan runs in numpy or compiled code that releases the GIL,
+    so threads scale like processes without copying each shard's arrays back.
+    """
     paths = [os.fspath(p) for p in shards]
     reporter = ProgressReporter(progress, sum(os.path.getsize(p) for p in paths), "bytes", cancel)
     done = 0
     results: list[ShardMembers] = []
-    if jobs > 1 and len(paths) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            futures = [pool.submit(shard_members, p) for p in paths]
-            try:
-                for path, future in zip(paths, futures):
-                    while True:
-                        if cancel is not None and cancel.cancelled:
-                            raise_cancel(pool, futures, cancel)
-                        try:
-                            result = future.result(timeout=0.1)
-                            break
-                        except TimeoutError:
-                            continue
-                    results.append(result)
-                    done += result.file_size
-                    reporter.update(done, current=os.path.basename(path))
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-    else:
-        for path in paths:
-            reporter.update(done, current=os.path.basename(path), force=True)
-            result = shard_members(path, cancel)
-            results.append(result)
-            done += result.file_size
-            reporter.update(done, current=os.path.basename(path))
+    workers = max(1, min(jobs, len(paths)))
+    stop = cancel.child() if cancel is not None else CancelToken()  # also stops the other shards on an error
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="itar-index") as pool:
+        futures = [pool.submit(shard_members, p, stop) for p in paths]
+        try:
+            for path, future in zip(paths, futures):
+                reporter.update(done, current=os.path.basename(path), force=True)
+                results.append(future.result())
+                done += results[-1].file_size
+                reporter.update(done, current=os.path.basename(path))
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            stop.cancel()  # running scans stop at their next chunk
+            raise
     index = merge_shards(results, force_contiguous)
     reporter.finish()
     return index
-
-
-def raise_cancel(pool: ProcessPoolExecutor, futures: list, cancel: CancelToken) -> None:
-    for f in futures:
-        f.cancel()
-    pool.shutdown(wait=False, cancel_futures=True)
-    cancel.raise_if_cancelled()

@@ -40,19 +40,24 @@ ProgressCallback = Callable[[Progress], None]
 class CancelToken:
     """Thread-safe flag that long tasks poll between chunks of work."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent: CancelToken | None = None) -> None:
         self._event = threading.Event()
+        self._parent = parent
 
     def cancel(self) -> None:
         self._event.set()
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or (self._parent is not None and self._parent.cancelled)
 
     def raise_if_cancelled(self) -> None:
-        if self._event.is_set():
+        if self.cancelled:
             raise Cancelled("cancelled by user")
+
+    def child(self) -> CancelToken:
+        """A token cancelled with this one, that can also be cancelled alone (e.g. to stop sibling workers)."""
+        return CancelToken(self)
 
 
 @dataclass

@@ -48,3 +48,14 @@ def _no_leaked_threads():
     if "PySide6.QtWidgets" in sys.modules:
         pool = QThreadPool.globalInstance()
         assert pool.waitForDone(10_000), "test left QThreadPool tasks running"
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def scan_route(request, monkeypatch) -> str:
+    """Run a test once per fast route: compiled kernels (the ``fast`` extra) and pure numpy."""
+    from itarcore import jit
+
+    if request.param == "compiled" and jit.numba is None:
+        pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
+    monkeypatch.setenv("ITARCORE_NO_JIT", "1" if request.param == "numpy" else "0")
+    return request.param

@@ -21,6 +21,8 @@ import numpy as np
 
 from ..errors import ChecksumError, FormatError, TruncatedError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from .. import jit
+from . import tar_walk
 
 BLOCK = 512
 NAME_LEN = 100
@@ -41,7 +43,7 @@ class TarScan:
     full_names: dict[int, bytes] = field(default_factory=dict)  # row -> name when not the name field alone
     end_offset: int = 0  # where the end-of-archive marker (or EOF) begins
     skipped: int = 0  # non-regular records (directories, links, pax, GNU long names)
-    fast_path: bool = True
+    method: str = "vectorised"  # which walk produced it: compiled, vectorised or sequential
 
     @property
     def n_members(self) -> int:
@@ -80,7 +82,8 @@ def scan_tar(
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         mm.madvise(mmap.MADV_SEQUENTIAL) if hasattr(mmap, "MADV_SEQUENTIAL") else None
-        scan = _scan_vectorised(mm, path, file_size, cancel)
+        fast = _scan_compiled if jit.enabled() else _scan_vectorised
+        scan = fast(mm, path, file_size, cancel)
         if scan is None:
             scan = _scan_sequential(mm, path, file_size, progress, cancel)
         elif progress is not None:
@@ -219,22 +222,65 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
         stored, unsigned = _checksum_values(bytes(mm[off : off + BLOCK]))
         raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch", expected=unsigned, found=stored)
     regular = np.isin(found.typeflags, _REGULAR)
+    return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names[regular],
+                        found.posix_prefix[regular], end)
+
+
+def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, cancel: CancelToken | None) -> TarScan | None:
+    """The header chain walked by compiled code (``tar_walk``), a chunk of the file at a time.
+
+    Name fields are copied out of each chunk before its pages are released, so resident
+    memory stays flat. ``None`` hands anything unusual to the strict Python walk.
+    """
+    buf = np.frombuffer(mm, np.uint8)
+    words = tar_walk.word_view(buf)
+    out = tar_walk.record_arrays(_SCAN_CHUNK_BLOCKS)
+    parts: list[tuple[np.ndarray, ...]] = []
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    offset = 0
+    while True:
+        stop, next_offset, count = tar_walk.walk_headers(buf, words, offset, offset + _SCAN_CHUNK_BLOCKS * BLOCK, *out)
+        if stop == tar_walk.STOP_UNSUPPORTED:
+            return None
+        header_offsets, sizes, flags, names, prefixed = out
+        regular = np.isin(flags[:count], _REGULAR)
+        parts.append((header_offsets[:count] // BLOCK, sizes[:count].copy(), flags[:count].copy(),
+                      names[:count][regular], prefixed[:count][regular]))
+        released = offset - offset % mmap.PAGESIZE
+        if dontneed is not None and next_offset - released >= mmap.PAGESIZE:
+            mm.madvise(dontneed, released, next_offset - next_offset % mmap.PAGESIZE - released)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        offset = next_offset
+        if stop == tar_walk.STOP_END:
+            break
+    del buf, words
+    header_blocks, sizes, flags, names, prefix = (np.concatenate(c) for c in zip(*parts))
+    scan = _finish_scan(mm, path, file_size, header_blocks, sizes, flags, names, prefix, offset)
+    scan.method = "compiled"
+    return scan
+
+
+def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes: np.ndarray,
+                 typeflags: np.ndarray, reg_names: np.ndarray, reg_prefix: np.ndarray, end: int) -> TarScan:
+    """A TarScan from every record's header block, size and type (and the regular ones' name fields)."""
+    regular = np.isin(typeflags, _REGULAR)
     special = np.flatnonzero(~regular)
-    reg_idx = cand[regular]
+    reg_idx = header_blocks[regular]
     scan = TarScan(
         path=path,
         file_size=file_size,
         header_offsets=reg_idx.astype(np.int64) * BLOCK,
         sizes=sizes[regular],
-        name_fields=np.ascontiguousarray(found.names[regular]),
+        name_fields=np.ascontiguousarray(reg_names),
         end_offset=end,
         skipped=len(special),
     )
     # Long names (GNU 'L', pax 'x'/'g') and the ustar prefix need per-record work, but only on those records.
-    has_long = np.isin(found.typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
-    if has_long or found.posix_prefix[regular].any():
+    has_long = np.isin(typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
+    if has_long or reg_prefix.any():
         row_of_block = {int(b): r for r, b in enumerate(reg_idx)}
-        scan.full_names = _resolve_names(mm, path, cand, found.typeflags, sizes, row_of_block)
+        scan.full_names = _resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
     return scan
 
 
@@ -385,4 +431,4 @@ def _scan_sequential(mm, path: str, file_size: int, progress, cancel) -> TarScan
         off = data_end + (-size % BLOCK)
     name_fields = np.frombuffer(b"".join(fields), np.uint8).reshape(len(fields), NAME_LEN).copy()
     return TarScan(path, file_size, np.array(offsets, np.int64), np.array(sizes, np.int64), name_fields,
-                   full_names, off, skipped, fast_path=False)
+                   full_names, off, skipped, method="sequential")

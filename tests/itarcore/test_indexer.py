@@ -13,6 +13,9 @@ from itarcore.formats.taridx import write_taridx
 from itarcore.indexer import discover_folds, index_shards
 from itarcore.jobs import index_folds
 
+# every scan runs through both fast walks (compiled and numpy)
+pytestmark = pytest.mark.usefixtures("scan_route")
+
 FOLDS = ("train", "val", "mixed")
 HDR = struct.Struct("<8sHHHHQQIIQQB7s")
 ROW = np.dtype([("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"),

@@ -1,0 +1,103 @@
+"""The compiled tar walk (``fast`` extra) against tarfile, and its hand-offs to the Python walk."""
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itarcore import jit
+from itarcore.errors import Cancelled, ChecksumError
+from itarcore.formats import tar as tar_module
+from itarcore.formats.tar import scan_tar
+from itarcore.indexer import index_shards
+from itarcore.progress import CancelToken
+
+pytestmark = pytest.mark.skipif(jit.numba is None, reason="numba (the 'fast' extra) is not installed")
+
+
+def write_tar(path: Path, members: dict[str, bytes], fmt: int = tarfile.USTAR_FORMAT, **pax) -> None:
+    with tarfile.open(path, "w", format=fmt) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.pax_headers = dict(pax)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def truth(path: Path) -> list[tuple[str, int, int]]:
+    with tarfile.open(path) as tar:
+        return [(m.name, m.offset_data - 512, m.size) for m in tar.getmembers() if m.isreg()]
+
+
+def found(path: Path) -> list[tuple[str, int, int]]:
+    scan = scan_tar(path)
+    return list(zip(scan.names, scan.header_offsets.tolist(), scan.sizes.tolist()))
+
+
+def test_many_members_across_chunks_match_tarfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tar_module, "_SCAN_CHUNK_BLOCKS", 8)  # 4 KiB chunks: many resumptions
+    rng = np.random.default_rng(5)
+    members = {f"s{i:04d}.{ext}": rng.bytes(int(rng.integers(0, 3000))) for i in range(300) for ext in ("a", "b")}
+    path = tmp_path / "many.tar"
+    write_tar(path, members)
+    scan = scan_tar(path)
+    assert scan.method == "compiled"
+    assert found(path) == truth(path)
+
+
+def test_signed_checksum_of_old_writers_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "signed.tar"
+    write_tar(path, {"caf\xe9.bin": b"xyz"}, fmt=tarfile.GNU_FORMAT)
+    raw = bytearray(path.read_bytes())
+    raw[3] = 0xE9  # a high byte in the name field
+    raw[148:156] = b" " * 8
+    signed = sum(b - 256 if b >= 128 else b for b in raw[:512])
+    raw[148:156] = b"%06o\0 " % signed
+    path.write_bytes(bytes(raw))
+    scan = scan_tar(path)
+    assert scan.method == "compiled" and scan.sizes.tolist() == [3]
+
+
+def test_a_wrong_checksum_hands_over_for_the_precise_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.tar"
+    write_tar(path, {"a.jpg": b"1" * 700, "b.jpg": b"2"})
+    raw = bytearray(path.read_bytes())
+    second = 512 + 1024
+    raw[second + 1] ^= 0x04
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ChecksumError) as info:
+        scan_tar(path)
+    assert info.value.offset == second + 148
+
+
+def test_pax_size_record_hands_over_to_the_python_walk(tmp_path: Path) -> None:
+    path = tmp_path / "pax.tar"
+    write_tar(path, {"a.bin": b"hello", "b.bin": b"world!"}, fmt=tarfile.PAX_FORMAT, size="5")
+    scan = scan_tar(path)
+    assert scan.method == "sequential"  # the override is applied by the Python walk only
+    assert found(path) == truth(path)
+
+
+def test_cancel_stops_the_compiled_walk(tmp_path: Path) -> None:
+    path = tmp_path / "c.tar"
+    write_tar(path, {"a.bin": b"x"})
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        scan_tar(path, cancel=token)
+
+
+def test_parallel_indexing_reports_a_bad_shard_and_stops(tmp_path: Path) -> None:
+    good = [tmp_path / f"f_{i}.tar" for i in range(3)]
+    for i, p in enumerate(good):
+        write_tar(p, {f"s{i}.jpg": b"j" * 900})
+    bad = tmp_path / "f_9.tar"
+    bad.write_bytes(good[0].read_bytes()[:700])  # ends inside the payload
+    token = CancelToken()
+    with pytest.raises(Exception) as info:
+        index_shards([*good, bad], jobs=2, cancel=token)
+    assert str(bad) in str(info.value)
+    assert not token.cancelled  # the caller's token is left alone; only the sibling workers were stopped
