@@ -64,16 +64,33 @@ class ShardMembers:
         return bytes(self.stems[row, : self.stem_lengths[row]])
 
 
-def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """NOTES.md split of 100-byte name fields: (stem_start, dot, end) per row."""
+def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NOTES.md split of (n, 100) name fields: zero-padded stems, their lengths, lower-cased extensions."""
     n = len(fields)
-    if n == 0:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    if jit.enabled():
+    if jit.enabled() and n:
         bounds = np.empty((3, n), np.int64)
         _split_rows(fields, bounds)
-        return bounds[0], bounds[1], bounds[2]
+        start, dot, end = bounds
+    else:
+        start, dot, end = _split_name_fields(fields)
+    stem_len = dot - start
+    ext_start = np.minimum(dot + 1, end)
+    ext_len = end - ext_start
+    stem_w, ext_w = int(stem_len.max(initial=0)), int(ext_len.max(initial=0))
+    if jit.enabled() and n:
+        stems, exts = np.zeros((n, stem_w), np.uint8), np.zeros((n, ext_w), np.uint8)
+        _copy_parts(fields, bounds, stems, exts)
+        return stems, stem_len, exts
+    exts = _gather(fields, ext_start, ext_len, ext_w)
+    exts[(exts >= ord("A")) & (exts <= ord("Z"))] += 32
+    return _gather(fields, start, stem_len, stem_w), stem_len, exts
+
+
+def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stem_start, dot, end) per row, as whole-array numpy operations."""
+    if len(fields) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
     nul = fields == 0
     end = np.where(nul.any(axis=1), nul.argmax(axis=1), NAME_LEN)
     width = int(end.max())
@@ -111,6 +128,19 @@ def _split_rows(fields, bounds):
         bounds[2, row] = end
 
 
+@jit.compile_kernel
+def _copy_parts(fields, bounds, stems, exts):
+    """Copy each row's stem and (lower-cased) extension into zeroed matrices."""
+    for row in range(fields.shape[0]):
+        start, dot, end = bounds[0, row], bounds[1, row], bounds[2, row]
+        for i in range(start, dot):
+            stems[row, i - start] = fields[row, i]
+        ext_start = min(dot + 1, end)
+        for i in range(ext_start, end):
+            b = fields[row, i]
+            exts[row, i - ext_start] = b + 32 if 65 <= b <= 90 else b
+
+
 def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: int) -> np.ndarray:
     if width == 0:
         return np.zeros((len(fields), 0), np.uint8)
@@ -137,21 +167,12 @@ def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = Non
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
-    fields = scan.name_fields
-    start, dot, end = _split_name_fields(fields)
-    stem_len = (dot - start).astype(np.int64)
-    ext_start = np.minimum(dot + 1, end)
-    ext_len = (end - ext_start).astype(np.int64)
-    stem_w = int(stem_len.max(initial=0))
-    ext_w = int(ext_len.max(initial=0))
+    stems, stem_len, exts = _stems_and_extensions(scan.name_fields)
     odd_rows = dict(scan.full_names)
-    stems = _gather(fields, start, stem_len, stem_w)
-    exts = _gather(fields, ext_start, ext_len, ext_w)
-    non_ascii = np.flatnonzero((exts >= 0x80).any(axis=1)) if ext_w else np.zeros(0, np.int64)
-    for row in non_ascii.tolist():
-        odd_rows.setdefault(row, scan.name_bytes(row))
-    upper = (exts >= ord("A")) & (exts <= ord("Z"))
-    exts[upper] += 32
+    if exts.shape[1]:
+        for row in np.flatnonzero((exts >= 0x80).any(axis=1)).tolist():
+            odd_rows.setdefault(row, scan.name_bytes(row))
+    stem_w = stems.shape[1]
     ext_strings: dict[int, str] = {}
     if odd_rows:  # long names, prefixes, non-ASCII extensions: exact per-row split
         split = {row: split_name(name) for row, name in odd_rows.items()}
