@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from itarcore import jit
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -24,8 +26,11 @@ def test_bench_index_quick_counts_every_member(tmp_path: Path) -> None:
     shards = sorted(tmp_path.glob("bench_*.tar"))
     members = sum(len(tarfile.open(p).getmembers()) for p in shards)
     assert f"{members:,} members" in out
-    for route in ("itarcore index (1 process)", "itarcore index (--jobs 2)", "tarfile getmembers()",
-                  "minimal header walk (floor)"):
+    routes = ["itarcore numpy, 1 thread", "itarcore numpy, --jobs 2", "tarfile getmembers()",
+              "minimal header walk (floor)"]
+    if jit.enabled():
+        routes += ["itarcore compiled, 1 thread", "itarcore compiled, --jobs 2"]
+    for route in routes:
         assert re.search(rf"^{re.escape(route)}\s+[\d.]+\s+[\d,]+", out, re.M), route
 
 
