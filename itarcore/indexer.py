@@ -4,7 +4,7 @@ Per shard (parallel across threads): scan the tar headers, split each name into
 stem and extension (NOTES.md rules), hash the stems in one numpy batch. Per fold
 (in the parent, in fid order): assign extension ids and crash ids by first
 appearance, count stems, set the contiguity flag. Result bytes do not depend on
-the number of processes.
+the number of threads.
 """
 from __future__ import annotations
 

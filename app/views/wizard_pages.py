@@ -157,7 +157,8 @@ class OptionsPage(QWizardPage):
         self.contiguous = QCheckBox("Enforce contiguous order (group each sample's rows together)")
         self.jobs = QSpinBox()
         self.jobs.setRange(1, max(1, os.cpu_count() or 1))
-        self.jobs.setSuffix(" process(es)")
+        self.jobs.setSuffix(" at a time")
+        self.jobs.setValue(min(4, self.jobs.maximum()))  # threads: output bytes are the same for any count
         self.if_exists = QComboBox()
         for label, value in IF_EXISTS_CHOICES:
             self.if_exists.addItem(label, value)
@@ -169,7 +170,7 @@ class OptionsPage(QWizardPage):
         form.addRow("Folds to index:", self.folds)
         form.addRow("Output folder:", out_row)
         form.addRow("", self.contiguous)
-        form.addRow("Scan shards with:", self.jobs)
+        form.addRow("Scan shards:", self.jobs)
         form.addRow("If an index exists:", self.if_exists)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -181,7 +182,8 @@ class OptionsPage(QWizardPage):
         self.folds.blockSignals(True)
         self.folds.clear()
         for fold, paths in plan.folds.items():
-            item = QListWidgetItem(f"{fold}  ({len(paths)} shards, {human_bytes(plan.fold_bytes(fold))})")
+            noun = "shard" if len(paths) == 1 else "shards"
+            item = QListWidgetItem(f"{fold}  ({len(paths)} {noun}, {human_bytes(plan.fold_bytes(fold))})")
             item.setData(Qt.ItemDataRole.UserRole, fold)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked)
@@ -283,7 +285,7 @@ class RunPage(QWizardPage):
         self.rate.setText("Starting…")
         folds = ", ".join(f for f, _, _ in self.jobs_list)
         self._log(f"Indexing {folds}: {len(self.shard_ends)} shard(s), {human_bytes(self.total)}, "
-                  f"{self.options.jobs.value()} process(es), if an index exists: {self.options.if_exists.currentData()}")
+                  f"{self.options.jobs.value()} shard(s) at a time, if an index exists: {self.options.if_exists.currentData()}")
         self.worker = JobWorker(index_plan, self.jobs_list, jobs=self.options.jobs.value(),
                                 contiguous=self.options.contiguous.isChecked(),
                                 if_exists=self.options.if_exists.currentData())

@@ -144,7 +144,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("root", help="folder holding the shards")
     p.add_argument("--fold", action="append", metavar="NAME", help="index only this fold (repeatable; default: all)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one --fold)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan shards in N processes (default 1)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan N shards at a time, in threads (default 1)")
     p.add_argument("--contiguous", action="store_true",
                    help="reorder rows by (keyhash, crashid) so every sample's rows are adjacent")
     p.add_argument("--if-exists", choices=("replace", "backup", "stop"), default="replace",

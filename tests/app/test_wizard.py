@@ -113,7 +113,7 @@ def test_cancel_midway_then_run_to_the_end(qtbot, wizard, shards: Path, data_dir
 
     click(qtbot, wizard.button(QWizard.WizardButton.BackButton))
     assert wizard.currentId() == OPTIONS
-    wizard.options_page.jobs.setValue(2)  # shards scanned in processes: same bytes
+    wizard.options_page.jobs.setValue(2)  # shards scanned two at a time: same bytes
     next_page(qtbot, wizard)
     qtbot.waitUntil(lambda: run.state == "done", timeout=30_000)
     qtbot.waitUntil(lambda: run.worker is None)

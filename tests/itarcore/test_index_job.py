@@ -1,4 +1,4 @@
-"""The index job: cancel and SIGKILL leave existing output intact, processes do not change bytes."""
+"""The index job: cancel and SIGKILL leave existing output intact, parallel scans do not change bytes."""
 from __future__ import annotations
 
 import os
