@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from .errors import DatasetError
 from .formats.tar import NAME_LEN, TarScan, scan_tar
 from .formats.taridx import ROW_DTYPE, contiguous_runs
 from .hashing import xxh64_padded
-from .progress import CancelToken, ProgressCallback, ProgressReporter
+from .progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 
 SHARD_PATTERN = re.compile(r"^(?P<fold>.+)_(?P<suffix>[^_/]+)\.tar$")
 MAX_SHARDS = 1 << 16  # fid is u16
@@ -161,9 +162,9 @@ def split_name(name: bytes) -> tuple[bytes, str]:
     return stem, ext.decode("utf-8", "surrogateescape").lower()
 
 
-def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None) -> ShardMembers:
-    scan = scan_tar(path, cancel=cancel)
-    return members_from_scan(scan)
+def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None,
+                  progress: ProgressCallback | None = None) -> ShardMembers:
+    return members_from_scan(scan_tar(path, progress, cancel))
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
@@ -332,18 +333,22 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
     """
     paths = [os.fspath(p) for p in shards]
     reporter = ProgressReporter(progress, sum(os.path.getsize(p) for p in paths), "bytes", cancel)
-    done = 0
-    results: list[ShardMembers] = []
-    workers = max(1, min(jobs, len(paths)))
+    shard_done = [0] * len(paths)
+    lock = threading.Lock()
+
+    def shard_progress(fid: int) -> ProgressCallback:
+        def report(p: Progress) -> None:  # called from the scanning threads
+            with lock:
+                shard_done[fid] = p.done
+                reporter.update(sum(shard_done), current=os.path.basename(paths[fid]))
+        return report
+
     stop = cancel.child() if cancel is not None else CancelToken()  # also stops the other shards on an error
+    workers = max(1, min(jobs, len(paths)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="itar-index") as pool:
-        futures = [pool.submit(shard_members, p, stop) for p in paths]
+        futures = [pool.submit(shard_members, p, stop, shard_progress(fid)) for fid, p in enumerate(paths)]
         try:
-            for path, future in zip(paths, futures):
-                reporter.update(done, current=os.path.basename(path), force=True)
-                results.append(future.result())
-                done += results[-1].file_size
-                reporter.update(done, current=os.path.basename(path))
+            results = [future.result() for future in futures]
         except BaseException:
             for f in futures:
                 f.cancel()

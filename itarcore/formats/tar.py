@@ -82,13 +82,12 @@ def scan_tar(
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         mm.madvise(mmap.MADV_SEQUENTIAL) if hasattr(mmap, "MADV_SEQUENTIAL") else None
+        reporter = ProgressReporter(progress, file_size, "bytes", cancel)
         fast = _scan_compiled if jit.enabled() else _scan_vectorised
-        scan = fast(mm, path, file_size, cancel)
+        scan = fast(mm, path, file_size, reporter)
         if scan is None:
-            scan = _scan_sequential(mm, path, file_size, progress, cancel)
-        elif progress is not None:
-            progress_done = ProgressReporter(progress, file_size, "bytes")
-            progress_done.finish()
+            scan = _scan_sequential(mm, path, file_size, reporter)
+        reporter.finish()
         return scan
     finally:
         try:
@@ -164,7 +163,7 @@ class _Candidates:
     posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
 
 
-def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, cancel: CancelToken | None) -> _Candidates:
+def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReporter) -> _Candidates:
     """Blocks with 'ustar' at byte 257, and their fields, a chunk of the file at a time.
 
     Each pass touches the pages of its chunk; telling the kernel we are done with the
@@ -183,20 +182,19 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, cancel: CancelToken | No
         del headers, part
         if dontneed is not None:
             mm.madvise(dontneed, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
-        if cancel is not None:
-            cancel.raise_if_cancelled()
+        reporter.update(min(start + _SCAN_CHUNK_BLOCKS, len(blocks)) * BLOCK)
     cols = [np.concatenate(c) for c in zip(*parts)]
     return _Candidates(*cols)
 
 
-def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelToken | None) -> TarScan | None:
+def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
     n_blocks = file_size // BLOCK
     if n_blocks == 0:
         return None
     blocks = np.frombuffer(mm, np.uint8, count=n_blocks * BLOCK).reshape(n_blocks, BLOCK)
     if not blocks[0].any():
         return _empty(path, file_size)  # an archive that is only its end marker
-    found = _find_candidates(mm, blocks, cancel)
+    found = _find_candidates(mm, blocks, reporter)
     del blocks
     cand = found.blocks
     if len(cand) == 0 or cand[0] != 0:
@@ -226,7 +224,7 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, cancel: CancelTok
                         found.posix_prefix[regular], end)
 
 
-def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, cancel: CancelToken | None) -> TarScan | None:
+def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
     """The header chain walked by compiled code (``tar_walk``), a chunk of the file at a time.
 
     Name fields are copied out of each chunk before its pages are released, so resident
@@ -249,8 +247,7 @@ def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, cancel: CancelToken
         released = offset - offset % mmap.PAGESIZE
         if dontneed is not None and next_offset - released >= mmap.PAGESIZE:
             mm.madvise(dontneed, released, next_offset - next_offset % mmap.PAGESIZE - released)
-        if cancel is not None:
-            cancel.raise_if_cancelled()
+        reporter.update(next_offset)
         offset = next_offset
         if stop == tar_walk.STOP_END:
             break
@@ -368,9 +365,8 @@ def _checksum_values(header: bytes) -> tuple[int, int]:
     return int(stored[0]), sum(header) - sum(header[148:156]) + 256
 
 
-def _scan_sequential(mm, path: str, file_size: int, progress, cancel) -> TarScan:
+def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) -> TarScan:
     """Strict one-header-at-a-time walk: exact for every tar dialect, precise errors."""
-    reporter = ProgressReporter(progress, file_size, "bytes", cancel)
     offsets: list[int] = []
     sizes: list[int] = []
     fields: list[bytes] = []

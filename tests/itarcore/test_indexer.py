@@ -148,3 +148,17 @@ def test_if_exists_replace_overwrites(webds: Path, data_dir: Path) -> None:
     index_folds(webds, ["val"], if_exists="replace")
     assert target.read_bytes() == fixture(data_dir, "val")
     assert sorted(p.name for p in webds.iterdir() if p.name.startswith("val.taridx")) == ["val.taridx"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_moves_inside_each_shard(data_dir: Path, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    from itarcore.formats import tar as tar_module
+
+    monkeypatch.setattr(tar_module, "_SCAN_CHUNK_BLOCKS", 16)  # 8 KiB chunks: several reports per shard
+    shards = shards_of(data_dir / "taridx" / "webds", "train")
+    total = sum(p.stat().st_size for p in shards)
+    seen = []
+    index_shards(shards, jobs=jobs, progress=lambda p: seen.append(p.done))
+    assert seen[-1] == total
+    assert any(0 < d < shards[0].stat().st_size for d in seen)  # reported before the first shard was done
+    assert seen == sorted(seen)
