@@ -3,12 +3,12 @@
 PNG, BMP, WebP and JPEG keep their size at known places in their headers, so reading
 it there costs a few microseconds; anything else (TIFF, odd variants) goes to Pillow,
 which parses headers lazily without decoding pixels. Non-images get (0, 0).
+:func:`image_dims` gives the same answers for many samples of one buffer at once.
 """
 from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image
@@ -88,19 +88,118 @@ def pil_size(data: bytes | memoryview) -> tuple[int, int]:
         return 0, 0
 
 
+_NO_DIMS = (6, 7, 8)  # video and raw pixels: Pillow would only guess
+
+
 def image_size(data: bytes, fmt: int = 0) -> tuple[int, int]:
     """(width, height) of one image; ``fmt`` is a TBL format code picking the fast header parser."""
     parse = _FAST.get(int(fmt))
     found = parse(data) if parse is not None else None
     if found is None:
-        if fmt in (0, 6, 7, 8):  # unknown, video and raw pixels: Pillow would only guess
+        if fmt == 0 or fmt in _NO_DIMS:  # unknown: Pillow's verdict; video and raw pixels have none
             return (0, 0) if fmt else pil_size(data)
         found = pil_size(data)
     w, h = found
     return (w, h) if 0 <= w <= _U16 and 0 <= h <= _U16 else (0, 0)  # the index holds u16 dims
 
 
-def image_dims(datas: Sequence[bytes], formats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Width and height arrays (uint16) for a batch of samples."""
-    dims = np.array([image_size(d, f) for d, f in zip(datas, formats.tolist())], dtype=np.int64).reshape(-1, 2)
-    return dims[:, 0].astype(np.uint16), dims[:, 1].astype(np.uint16)
+# -- many samples at once -----------------------------------------------------------------------
+# The same header reads as above, as numpy gathers over all samples of one format together.
+# Each reader returns (done, w, h) for rows long enough for its header: done marks the rows
+# it decided exactly as the parsers above would; the rest (odd files, Pillow's cases) go
+# through image_size one by one.
+
+def _read(buf: np.ndarray, dtype: str, at: np.ndarray) -> np.ndarray:
+    """The numbers of type ``dtype`` starting at byte offsets ``at`` of ``buf`` (unaligned reads)."""
+    size = np.dtype(dtype).itemsize
+    return np.ndarray((max(0, len(buf) - size + 1),), dtype, buffer=buf, strides=(1,))[at].astype(np.int64)
+
+
+def _magic(raw: bytes) -> int:
+    return int.from_bytes(raw, "big")
+
+
+def _png_many(buf, at):
+    done = (_read(buf, ">u4", at) == _magic(b"\x89PNG")) & (_read(buf, ">u4", at + 4) == _magic(b"\r\n\x1a\n"))
+    done &= _read(buf, ">u4", at + 12) == _magic(b"IHDR")
+    return done, _read(buf, ">u4", at + 16), _read(buf, ">u4", at + 20)
+
+
+def _bmp_many(buf, at):
+    done = _read(buf, ">u2", at) == _magic(b"BM")
+    core = _read(buf, "<u4", at + 14) == 12  # OS/2 BITMAPCOREHEADER: 16-bit sizes
+    w = np.where(core, _read(buf, "<u2", at + 18), np.abs(_read(buf, "<i4", at + 18)))  # negative: top-down rows
+    h = np.where(core, _read(buf, "<u2", at + 20), np.abs(_read(buf, "<i4", at + 22)))
+    return done, w, h
+
+
+def _webp_many(buf, at):
+    riff = (_read(buf, ">u4", at) == _magic(b"RIFF")) & (_read(buf, ">u4", at + 8) == _magic(b"WEBP"))
+    chunk = _read(buf, ">u4", at + 12)
+    lossy = riff & (chunk == _magic(b"VP8 ")) & (_read(buf, ">u4", at + 22) & 0xFFFFFF == _magic(b"\x9d\x01\x2a"))
+    lossless = riff & (chunk == _magic(b"VP8L")) & (buf[at + 20] == 0x2F)
+    extended = riff & (chunk == _magic(b"VP8X"))
+    bits = _read(buf, "<u4", at + 21)
+    w = np.select([lossy, lossless], [_read(buf, "<u2", at + 26) & 0x3FFF, (bits & 0x3FFF) + 1],
+                  (_read(buf, "<u4", at + 24) & 0xFFFFFF) + 1)
+    h = np.select([lossy, lossless], [_read(buf, "<u2", at + 28) & 0x3FFF, ((bits >> 14) & 0x3FFF) + 1],
+                  (_read(buf, "<u4", at + 26) >> 8) + 1)
+    return lossy | lossless | extended, w, h
+
+
+# What _jpeg does at "FF xx": skip a fill byte, skip a bare marker, read the frame size, give up, or skip a segment
+_FILL, _BARE, _SOF, _STOP, _SEGMENT = range(5)
+_JPEG_ACTION = np.full(256, _SEGMENT, np.uint8)
+_JPEG_ACTION[[0x01, 0xD8, *range(0xD0, 0xD8)]] = _BARE
+_JPEG_ACTION[sorted(_SOF_MARKERS)] = _SOF
+_JPEG_ACTION[[0xD9, 0xDA]] = _STOP
+_JPEG_ACTION[0xFF] = _FILL
+_JPEG_STEP = np.array([1, 2, 0, 0, 2])  # bytes skipped besides a segment's length
+_JPEG_MAX_STEPS = 64  # markers walked in numpy; longer walks finish in Python
+
+
+def _jpeg_many(buf, at, lengths):
+    """_jpeg for all rows at once: each step moves every still-walking row to its next marker."""
+    done = np.zeros(len(at), bool)
+    w, h = np.zeros(len(at), np.int64), np.zeros(len(at), np.int64)
+    rows = np.flatnonzero(_read(buf, ">u2", at) == 0xFFD8)
+    pos = np.full(len(rows), 2, np.int64)
+    for _ in range(_JPEG_MAX_STEPS):
+        room = pos + 4 <= lengths[rows]
+        rows, pos = rows[room], pos[room]  # the rest ran out of data: image_size decides
+        if not len(rows):
+            break
+        word = _read(buf, ">u4", at[rows] + pos)  # FF, marker, segment length
+        action = np.where(word >> 24 == 0xFF, _JPEG_ACTION[(word >> 16) & 0xFF], _STOP)
+        length = word & 0xFFFF
+        found = (action == _SOF) & (pos + 9 <= lengths[rows])
+        size = _read(buf, ">u4", at[rows[found]] + pos[found] + 5)
+        done[rows[found]], h[rows[found]], w[rows[found]] = True, size >> 16, size & 0xFFFF
+        segment = action == _SEGMENT
+        walking = (action == _FILL) | (action == _BARE) | (segment & (length >= 2))
+        pos = pos + _JPEG_STEP[action] + np.where(segment, length, 0)
+        rows, pos = rows[walking], pos[walking]
+    return done, w, h
+
+
+_HEADER_BYTES = {2: 24, 3: 30, 4: 26}  # what _png, _webp and _bmp need before reading
+_FAST_MANY = {2: _png_many, 3: _webp_many, 4: _bmp_many}
+
+
+def image_dims(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, formats: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Width and height (uint16) of the samples ``buf[starts[i] : starts[i] + lengths[i]]``, as image_size gives."""
+    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
+    w, h = np.zeros(len(starts), np.int64), np.zeros(len(starts), np.int64)
+    todo = ~np.isin(formats, _NO_DIMS)
+    jpeg = np.flatnonzero((formats == 1) & (lengths >= 2))
+    done, w[jpeg], h[jpeg] = _jpeg_many(buf, starts[jpeg], lengths[jpeg])
+    todo[jpeg[done]] = False
+    for fmt, read in _FAST_MANY.items():
+        rows = np.flatnonzero((formats == fmt) & (lengths >= _HEADER_BYTES[fmt]))
+        done, w[rows], h[rows] = read(buf, starts[rows])
+        todo[rows[done]] = False
+    for i in np.flatnonzero(todo).tolist():
+        w[i], h[i] = image_size(buf[starts[i] : starts[i] + lengths[i]].tobytes(), int(formats[i]))
+    fits = (w >= 0) & (w <= _U16) & (h >= 0) & (h <= _U16)  # the index holds u16 dims
+    return np.where(fits, w, 0).astype(np.uint16), np.where(fits, h, 0).astype(np.uint16)

@@ -44,12 +44,60 @@ EXT_FORMATS = {
     "jpg": 1, "jpeg": 1, "png": 2, "webp": 3, "bmp": 4, "tif": 5, "tiff": 5, "mp4": 6, "avi": 7,
 }
 _U32_MAX = 0xFFFF_FFFF
+_IOV_MAX = min(1024, os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") else 1024
+_WRITEBACK_STEP = 16 << 20  # bytes written between two early-writeback requests
 
 
 def format_for_name(name: str) -> int:
     """SampleFormat code for a member name, by its last extension (0 = UNKNOWN)."""
     base = name.rsplit("/", 1)[-1]
     return EXT_FORMATS.get(base.rsplit(".", 1)[-1].lower(), 0) if "." in base else 0
+
+
+# Known extensions as integers: their bytes left-aligned in _EXT_MAX bytes, big-endian (so "jpg" != "jpeg")
+_EXT_MAX = max(map(len, EXT_FORMATS))
+_EXT_KEYS, _EXT_CODES = (np.array(c) for c in zip(*sorted(
+    (int.from_bytes(ext.encode().ljust(_EXT_MAX, b"\0"), "big"), code) for ext, code in EXT_FORMATS.items())))
+_TAIL = _EXT_MAX + 1  # a dot and the longest known extension
+_TAIL_WEIGHTS = 256 ** np.arange(_TAIL - 1, -1, -1, dtype=np.int64)
+_ROWS_PER_PASS = 1 << 16  # bounds the (rows, width) temporaries whatever the member count
+
+
+def formats_for_name_fields(fields: np.ndarray) -> np.ndarray:
+    """:func:`format_for_name` of every row of (n, w) NUL-padded raw name bytes, without decoding names."""
+    codes = np.zeros(len(fields), np.uint8)
+    for start in range(0, len(fields), _ROWS_PER_PASS):
+        codes[start : start + _ROWS_PER_PASS] = _formats_pass(fields[start : start + _ROWS_PER_PASS])
+    return codes
+
+
+def _last_true(mask: np.ndarray) -> np.ndarray:
+    """Column of the last True of each row, -1 if none."""
+    return np.where(mask.any(axis=1), mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1), -1)
+
+
+def _name_tails(fields: np.ndarray) -> np.ndarray:
+    """The last _TAIL bytes of each NUL-terminated name, zeros in front of short names."""
+    n, width = fields.shape
+    nul = fields == 0
+    length = nul.argmax(axis=1)  # the name ends at its first NUL ...
+    length[~nul[np.arange(n), length]] = width  # ... or fills the field
+    at = length[:, None] + np.arange(-_TAIL, 0)
+    tails = np.ascontiguousarray(fields).reshape(-1)[np.arange(0, n * width, width)[:, None] + np.maximum(at, 0)]
+    tails[at < 0] = 0
+    return tails
+
+
+def _formats_pass(fields: np.ndarray) -> np.ndarray:
+    tails = _name_tails(fields)
+    # ASCII lower-casing is enough: no other character lower-cases to a letter of a known extension
+    tails += ((tails >= ord("A")) & (tails <= ord("Z"))).view(np.uint8) * 32
+    dot = _last_true(tails == ord("."))
+    has_ext = (dot >= 0) & (_last_true(tails == ord("/")) < dot)  # a '/' after the last dot: no extension
+    ext_bits = 8 * (_TAIL - 1 - np.maximum(dot, 0))
+    key = ((tails @ _TAIL_WEIGHTS) & ((1 << ext_bits) - 1)) << (8 * _EXT_MAX - ext_bits)  # left-aligned
+    at = np.minimum(np.searchsorted(_EXT_KEYS, key), len(_EXT_KEYS) - 1)
+    return np.where(has_ext & (_EXT_KEYS[at] == key), _EXT_CODES[at], 0).astype(np.uint8)
 
 
 def temp_path_for(path: str) -> str:
@@ -84,12 +132,13 @@ class TblWriter:
             raise WriteError(f"{path}: {num_samples} samples need a header_size beyond u32")
         self.entries = np.zeros(self.num_samples, dtype=dtype)
         self.count = 0
-        self._pos = self.header_size
+        self._pos = self._written_back = self.header_size
         self._any_metadata = False
         self._meta = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - kept until commit; small: RAM; large: disk
         self.temp_path = temp_path_for(self.path)
         try:
-            self._fh = open(self.temp_path, "wb")  # noqa: SIM115 - closed in commit/abort
+            # unbuffered: samples go from the caller's buffers (e.g. a mapped tar) to the file in one copy
+            self._fh = open(self.temp_path, "wb", buffering=0)  # noqa: SIM115 - closed in commit/abort
             self._fh.seek(self.header_size)
         except OSError as exc:
             raise WriteError(f"{self.path}: cannot create {self.temp_path}: {exc}") from exc
@@ -119,8 +168,6 @@ class TblWriter:
             raise WriteError(f"{self.path}: more samples than the {self.num_samples} declared")
         e = self.entries[first : first + n]
         e["format"] = formats
-        write = self._fh.write
-        stored_sizes = np.empty(n, dtype=np.int64)
         raw_sizes = np.fromiter((len(d) for d in datas), dtype=np.int64, count=n)
         if (raw_sizes > _U32_MAX).any():
             raise WriteError(f"{self.path}: a sample is larger than 4 GiB, which TBL sizes (u32) cannot hold")
@@ -131,17 +178,15 @@ class TblWriter:
             if self.checksums:
                 e["crc16"] = crc16_modbus_many(datas)
         flags = np.zeros(n, dtype=np.uint8)
-        for k, data in enumerate(datas):
-            if self._compress is not None and len(data):
-                packed = self._compress(data, store_size=False)
-                if len(packed) < len(data):  # keep the LZ4 block only when it saves space
-                    data = packed
-                    flags[k] |= ENTRY_COMPRESSED
-            stored_sizes[k] = len(data)
-            write(data)
+        stored, stored_sizes = datas, raw_sizes
+        if self._compress is not None:
+            stored = self._compressed(datas, flags)
+            stored_sizes = np.fromiter(map(len, stored), dtype=np.int64, count=n)
+        write_all(self._fh.fileno(), stored)
         e["offset"] = self._pos + np.concatenate(([0], np.cumsum(stored_sizes)[:-1])) if n else 0
         e["size"] = stored_sizes
         self._pos += int(stored_sizes.sum())
+        self._start_writeback()
         if metadata is not None:
             for k, blocks in enumerate(metadata):
                 for kind, payload in blocks:
@@ -151,6 +196,27 @@ class TblWriter:
             e["flags"] = flags
         self.count += n
         return first
+
+    def _compressed(self, datas: Sequence[bytes | memoryview], flags: np.ndarray) -> list[bytes | memoryview]:
+        stored = list(datas)
+        for k, data in enumerate(datas):
+            if len(data):
+                packed = self._compress(data, store_size=False)
+                if len(packed) < len(data):  # keep the LZ4 block only when it saves space
+                    stored[k] = packed
+                    flags[k] |= ENTRY_COMPRESSED
+        return stored
+
+    def _start_writeback(self) -> None:
+        """Ask the kernel to start writing what we wrote so far, so commit's fsync has little left to wait for.
+
+        POSIX_FADV_DONTNEED starts writeback of dirty pages without waiting for it; pages still
+        being written stay cached.
+        """
+        if self._pos - self._written_back >= _WRITEBACK_STEP and hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self._fh.fileno(), self._written_back, self._pos - self._written_back,
+                             os.POSIX_FADV_DONTNEED)
+            self._written_back = self._pos
 
     def _add_metadata(self, index: int, kind: int | str, payload: bytes) -> None:
         if self.version == 1:
@@ -178,13 +244,12 @@ class TblWriter:
                 raise WriteError(f"{self.path}: {self.count} samples written but {self.num_samples} declared")
             meta_size = self._meta.tell()
             self._meta.seek(0)
+            fd = self._fh.fileno()
             while chunk := self._meta.read(8 << 20):
-                self._fh.write(chunk)
+                write_all(fd, [chunk])
             self._fh.seek(0)
-            self._fh.write(self._header(meta_size))
-            self._fh.write(self.entries.tobytes())
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            write_all(fd, [self._header(meta_size), self.entries.view(np.uint8)])
+            os.fsync(fd)
             self._fh.close()
             os.replace(self.temp_path, self.path)
         except OSError as exc:
@@ -206,6 +271,26 @@ class TblWriter:
             os.unlink(self.temp_path)
         except FileNotFoundError:
             pass
+
+
+def write_all(fd: int, buffers: Sequence[bytes | memoryview | np.ndarray]) -> None:
+    """Write byte buffers in order with os.writev (IOV_MAX at a time), finishing any short write."""
+    for start in range(0, len(buffers), _IOV_MAX):
+        group = buffers[start : start + _IOV_MAX]
+        done = os.writev(fd, group)
+        if done < sum(map(len, group)):  # e.g. Linux caps one call at about 2 GiB
+            _write_rest(fd, group, done)
+
+
+def _write_rest(fd: int, group: Sequence[bytes | memoryview | np.ndarray], done: int) -> None:
+    for buf in group:
+        view = memoryview(buf).cast("B")
+        if done >= len(view):
+            done -= len(view)
+            continue
+        view, done = view[done:], 0
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def write_tbl(path: str | os.PathLike[str], samples: Sequence[tuple[bytes, int | str]], *, version: int = 2,

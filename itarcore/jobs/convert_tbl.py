@@ -5,6 +5,10 @@ count and so the layout; then payloads are read from the mapped tars in bounded 
 and streamed into :class:`~itarcore.formats.tbl_write.TblWriter`, which writes the index
 and header last and renames the temp file into place. Cancel leaves no output behind.
 
+Per-member work is numpy over whole batches (formats from the raw name fields, image
+sizes from the mapped headers); payloads go from the mapping to the output as memoryview
+slices, never as Python bytes, so memory stays at one batch of mapped pages.
+
 Samples are the members with a TBL sample format (images, video). With
 ``metadata_from="json"`` each sample keeps its member name and stem, plus the contents of
 its ``.json`` / ``.cls`` / ``.txt`` sidecars (same folder and stem), as a JSON metadata block.
@@ -15,17 +19,17 @@ import json
 import mmap
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import WriteError
-from ..formats.tar import scan_tar
+from ..formats.tar import TarScan, decode_name, scan_tar
 from ..formats.tbl import FORMAT_CODES, FORMAT_NAMES
 from ..formats.tbl_dims import image_dims
-from ..formats.tbl_write import TblWriter, format_for_name
+from ..formats.tbl_write import TblWriter, format_for_name, formats_for_name_fields
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 
 SIDECAR_EXTS = ("json", "cls", "txt")
@@ -109,17 +113,16 @@ def convert_tar_to_tbl(
         if cancel is not None:
             cancel.raise_if_cancelled()
         scan = scan_tar(p, cancel=cancel)
-        names = scan.names
-        codes = np.fromiter((format_for_name(n) for n in names), dtype=np.uint8, count=len(names))
+        codes = sample_formats(scan)
         keep = codes != 0 if wanted is None else np.isin(codes, list(wanted))
-        scans.append((p, scan, names, codes, np.flatnonzero(keep)))
+        scans.append((p, scan, codes, np.flatnonzero(keep)))
     total = sum(len(rows) for *_, rows in scans)
     result = ConvertResult(output, version, total)
     reporter = ProgressReporter(progress, total, "samples", cancel)
     writer = TblWriter(output, total, version=version, lz4=lz4)
     try:
-        for path, scan, names, codes, rows in scans:
-            used_sidecars = _convert_one(writer, path, scan, names, codes, rows, metadata_from, reporter, result)
+        for path, scan, codes, rows in scans:
+            used_sidecars = _convert_one(writer, path, scan, codes, rows, metadata_from, reporter, result)
             result.skipped += scan.n_members - len(rows) - used_sidecars
         if cancel is not None:  # the last chance to stop before the output appears
             cancel.raise_if_cancelled()
@@ -136,6 +139,14 @@ def convert_tar_to_tbl(
     return result
 
 
+def sample_formats(scan: TarScan) -> np.ndarray:
+    """TBL format code of every member (0 = not a sample), as format_for_name of its name."""
+    codes = formats_for_name_fields(scan.name_fields)
+    for row, raw in scan.full_names.items():  # long names: only these rows need decoding
+        codes[row] = format_for_name(decode_name(raw))
+    return codes
+
+
 def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
     """Unmap pages already copied, so resident memory stays at one batch (the page cache keeps them)."""
     if not hasattr(mmap, "MADV_DONTNEED"):
@@ -146,47 +157,78 @@ def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
-def _convert_one(writer: TblWriter, path: str, scan: Any, names: list[str], codes: np.ndarray, rows: np.ndarray,
+def _convert_one(writer: TblWriter, path: str, scan: TarScan, codes: np.ndarray, rows: np.ndarray,
                  metadata_from: str | None, reporter: ProgressReporter, result: ConvertResult) -> int:
     if not len(rows):
         return 0
-    offsets = scan.data_offsets.astype(np.int64)
-    sizes = scan.sizes.astype(np.int64)
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        sidecars: dict[str, dict[str, Any]] = {}
-        used = 0
-        if metadata_from:
-            for row, name in enumerate(names):
-                key, _, ext = split_key(name)
-                if ext in SIDECAR_EXTS and codes[row] == 0:
-                    start = int(offsets[row])
-                    sidecars.setdefault(key, {})[ext] = _sidecar_value(ext, mm[start : start + int(sizes[row])])
-                    used += 1
-        shard = os.path.basename(path)
-        # batches bounded in count and bytes keep memory constant for any dataset size
-        cum = np.cumsum(sizes[rows])
-        start_i = 0
-        while start_i < len(rows):
-            budget = (cum[start_i - 1] if start_i else 0) + _BATCH_BYTES
-            stop_i = max(start_i + 1, min(int(np.searchsorted(cum, budget, side="right")),
-                                          start_i + _BATCH_SAMPLES))
-            batch = rows[start_i:stop_i]
-            datas = [mm[o : o + s] for o, s in zip(offsets[batch].tolist(), sizes[batch].tolist())]
-            widths = heights = None
-            if writer.version == 2:
-                widths, heights = image_dims(datas, codes[batch])
-            meta = None
-            if metadata_from:
-                meta = []
-                for row in batch.tolist():
-                    key, stem, _ = split_key(names[row])
-                    record = {"name": names[row], "stem": stem, "key": key, "shard": shard}
-                    record.update(sidecars.get(key, {}))
-                    meta.append([("json", json.dumps(record, ensure_ascii=False).encode())])
-            writer.add_batch(datas, codes[batch], widths, heights, meta)
-            del datas
-            _drop_pages(mm, int(offsets[batch[0]]), int(offsets[batch[-1]] + sizes[batch[-1]]))
-            result.bytes_in += int(sizes[batch].sum())
-            reporter.update(reporter.done + len(batch), current=names[int(batch[-1])])
-            start_i = stop_i
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        names = scan.names if metadata_from else None
+        sidecars, used = _read_sidecars(mm, scan, names, codes) if names is not None else ({}, 0)
+        _copy_samples(writer, mm, path, scan, codes, rows, names, sidecars, reporter, result)
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # an error's traceback still holds views of the map; GC closes it
+            pass
     return used
+
+
+def _read_sidecars(mm: mmap.mmap, scan: TarScan, names: list[str], codes: np.ndarray,
+                   ) -> tuple[dict[str, dict[str, Any]], int]:
+    """Sidecar contents by sample key, and how many members were used as sidecars."""
+    sidecars: dict[str, dict[str, Any]] = {}
+    used = 0
+    offsets, sizes = scan.data_offsets.tolist(), scan.sizes.tolist()
+    for row, name in enumerate(names):
+        key, _, ext = split_key(name)
+        if ext in SIDECAR_EXTS and codes[row] == 0:
+            sidecars.setdefault(key, {})[ext] = _sidecar_value(ext, mm[offsets[row] : offsets[row] + sizes[row]])
+            used += 1
+    return sidecars, used
+
+
+def _metadata(names: list[str], batch: np.ndarray, shard: str, sidecars: dict[str, dict[str, Any]],
+              ) -> list[list[tuple[str, bytes]]]:
+    meta = []
+    for row in batch.tolist():
+        key, stem, _ = split_key(names[row])
+        record = {"name": names[row], "stem": stem, "key": key, "shard": shard}
+        record.update(sidecars.get(key, {}))
+        meta.append([("json", json.dumps(record, ensure_ascii=False).encode())])
+    return meta
+
+
+def _batches(sizes: np.ndarray) -> Iterator[slice]:
+    """Consecutive slices bounded in count and bytes, so memory stays constant for any dataset size."""
+    cum = np.cumsum(sizes)
+    start = 0
+    while start < len(sizes):
+        budget = (cum[start - 1] if start else 0) + _BATCH_BYTES
+        stop = max(start + 1, min(int(np.searchsorted(cum, budget, side="right")), start + _BATCH_SAMPLES))
+        yield slice(start, stop)
+        start = stop
+
+
+def _copy_samples(writer: TblWriter, mm: mmap.mmap, path: str, scan: TarScan, codes: np.ndarray, rows: np.ndarray,
+                  names: list[str] | None, sidecars: dict[str, dict[str, Any]], reporter: ProgressReporter,
+                  result: ConvertResult) -> None:
+    shard = os.path.basename(path)
+    starts = scan.data_offsets[rows].astype(np.int64)
+    lengths = scan.sizes[rows].astype(np.int64)
+    whole, buf = memoryview(mm), np.frombuffer(mm, np.uint8)  # released on return, before the map closes
+    for part in _batches(lengths):
+        batch, o, s = rows[part], starts[part], lengths[part]
+        views = [whole[a:b] for a, b in zip(o.tolist(), (o + s).tolist())]
+        widths = heights = None
+        if writer.version == 2:
+            widths, heights = image_dims(buf, o, s, codes[batch])
+        meta = _metadata(names, batch, shard, sidecars) if names is not None else None
+        writer.add_batch(views, codes[batch], widths, heights, meta)
+        del views
+        _drop_pages(mm, int(o[0]), int(o[-1] + s[-1]))
+        result.bytes_in += int(s.sum())
+        last = int(batch[-1])
+        reporter.update(reporter.done + len(batch),
+                        current=names[last] if names is not None else decode_name(scan.name_bytes(last)))

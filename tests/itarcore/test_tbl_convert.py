@@ -120,6 +120,58 @@ def test_convert_raw_members_and_zero_length(tmp_path):
         assert tbl.entries["width"].tolist() == [0, 0]
 
 
+def mixed_tar(path: Path, tar_format: int) -> list[tuple[str, bytes]]:
+    """Images of every kind under odd names (upper case, long, no extension) among non-samples."""
+    from PIL import Image
+
+    members = []
+    for i in range(40):
+        fmt, ext = [("JPEG", "JPG"), ("PNG", "png"), ("WEBP", "WebP"), ("BMP", "bmp"), ("TIFF", "Tiff")][i % 5]
+        out = io.BytesIO()
+        Image.new("RGB", (3 + i, 40 - i), (i, 2 * i, 3 * i)).save(out, fmt)
+        folder = "deep/" * (i % 3) * 12  # some names need a long-name record
+        members.append((f"{folder}s{i:03d}.{ext}", out.getvalue()))
+        members.append((f"{folder}s{i:03d}.txt", b"caption %d" % i))
+    members += [("empty.jpeg", b""), ("no_extension", b"\xff\xd8"), ("dir.jpg/readme", b"x")]
+    with tarfile.open(path, "w", format=tar_format) as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return members
+
+
+@pytest.mark.parametrize("tar_format", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_convert_in_small_batches_equals_the_one_by_one_route(tmp_path, monkeypatch, tar_format):
+    from itarcore.formats import tbl_write
+    from itarcore.formats.tbl_write import format_for_name, write_tbl
+    from itarcore.jobs import convert_tbl
+
+    monkeypatch.setattr(convert_tbl, "_BATCH_BYTES", 3000)  # many batches, some of one sample
+    monkeypatch.setattr(convert_tbl, "_BATCH_SAMPLES", 5)
+    monkeypatch.setattr(tbl_write, "_IOV_MAX", 2)  # several writev calls per batch
+    monkeypatch.setattr(tbl_write, "_WRITEBACK_STEP", 1)  # early writeback after every batch
+    convert_tar_to_tbl(IMAGES, tmp_path / "fixture.tbl")
+    assert (tmp_path / "fixture.tbl").read_bytes() == (DATA / "tbl" / "v2_plain.tbl").read_bytes()
+    members = mixed_tar(tmp_path / "mixed.tar", tar_format)
+    r = convert_tar_to_tbl(tmp_path / "mixed.tar", tmp_path / "batched.tbl")
+    # the one-by-one route: tarfile's names, format_for_name and image_size for each sample
+    samples = [(data, format_for_name(name)) for name, data in members if format_for_name(name)]
+    write_tbl(tmp_path / "single.tbl", samples)
+    assert (r.num_samples, r.skipped) == (41, 42)
+    assert (tmp_path / "batched.tbl").read_bytes() == (tmp_path / "single.tbl").read_bytes()
+    with TblFile(tmp_path / "batched.tbl") as tbl:
+        assert tbl.entries["width"][:5].tolist() == [3, 4, 5, 6, 7] and tbl.verify().ok
+    token = CancelToken()
+    with pytest.raises(Cancelled):  # cancelled between two batches, with views of the map still around
+        convert_tar_to_tbl(tmp_path / "mixed.tar", tmp_path / "cancelled.tbl", progress=lambda p: token.cancel(),
+                           cancel=token)
+    assert not [p for p in os.listdir(tmp_path) if p.startswith((".cancelled", "cancelled"))]
+    tl = pytest.importorskip("turboloader", reason="turboloader (optional interop dependency) cannot be imported")
+    ref = tl.TblReaderV2(str(tmp_path / "batched.tbl"), verify_checksums=True)
+    assert [ref.read_sample(i) for i in range(r.num_samples)] == [d for d, _ in samples]
+
+
 # -- Document -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["v1_from_v1code.tbl", "v1_independent.tbl", "v2_plain.tbl", "v2_lz4_meta.tbl",
                                   "v2_empty.tbl"])
