@@ -232,18 +232,16 @@ def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressR
     """
     buf = np.frombuffer(mm, np.uint8)
     words = tar_walk.word_view(buf)
-    out = tar_walk.record_arrays(_SCAN_CHUNK_BLOCKS)
-    parts: list[tuple[np.ndarray, ...]] = []
+    out = tar_walk.record_arrays(file_size // 4096 + 1024)  # about one header per page; grown if needed
     dontneed = getattr(mmap, "MADV_DONTNEED", None)
-    offset = 0
+    offset = count = 0
     while True:
-        stop, next_offset, count = tar_walk.walk_headers(buf, words, offset, offset + _SCAN_CHUNK_BLOCKS * BLOCK, *out)
+        if count == len(out[0]):
+            out = tar_walk.record_arrays(2 * count, out)
+        stop, next_offset, count = tar_walk.walk_headers(buf, words, offset, offset + _SCAN_CHUNK_BLOCKS * BLOCK,
+                                                         count, *out)
         if stop == tar_walk.STOP_UNSUPPORTED:
             return None
-        header_offsets, sizes, flags, names, prefixed = out
-        regular = np.isin(flags[:count], _REGULAR)
-        parts.append((header_offsets[:count] // BLOCK, sizes[:count].copy(), flags[:count].copy(),
-                      names[:count][regular], prefixed[:count][regular]))
         released = offset - offset % mmap.PAGESIZE
         if dontneed is not None and next_offset - released >= mmap.PAGESIZE:
             mm.madvise(dontneed, released, next_offset - next_offset % mmap.PAGESIZE - released)
@@ -252,8 +250,11 @@ def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressR
         if stop == tar_walk.STOP_END:
             break
     del buf, words
-    header_blocks, sizes, flags, names, prefix = (np.concatenate(c) for c in zip(*parts))
-    scan = _finish_scan(mm, path, file_size, header_blocks, sizes, flags, names, prefix, offset)
+    header_offsets, sizes, flags, names, prefixed = (a[:count] for a in out)
+    regular = np.isin(flags, _REGULAR)
+    if not regular.all():
+        names, prefixed = names[regular], prefixed[regular]
+    scan = _finish_scan(mm, path, file_size, header_offsets // BLOCK, sizes, flags, names, prefixed, offset)
     scan.method = "compiled"
     return scan
 

@@ -86,15 +86,14 @@ def _signed_checksum(buf, offset):
     return total
 
 
-def _walk(buf, words, offset, limit, out_offsets, out_sizes, out_flags, out_names, out_prefixed):
-    """Walk headers from ``offset`` until ``limit`` (or the outputs are full).
+def _walk(buf, words, offset, limit, count, out_offsets, out_sizes, out_flags, out_names, out_prefixed):
+    """Walk headers from ``offset`` until ``limit`` (or the outputs are full), writing from record ``count`` on.
 
     ``words`` is ``buf`` viewed as uint64. Returns (stop reason, next offset, records
-    written). Every record (regular or not) is written, its checksum verified: offset,
-    size, type flag, the 100-byte name field, and whether a POSIX prefix field is set.
+    in the outputs). Every record (regular or not) is written, its checksum verified:
+    offset, size, type flag, the 100-byte name field, and whether a POSIX prefix is set.
     """
     n = buf.shape[0]
-    count = 0
     capacity = out_offsets.shape[0]
     while count < capacity:
         if offset + 512 > n:
@@ -140,7 +139,10 @@ def word_view(buf: np.ndarray) -> np.ndarray:
     return buf[: len(buf) - len(buf) % 8].view(np.uint64)
 
 
-def record_arrays(capacity: int) -> tuple[np.ndarray, ...]:
-    """Output arrays for one call of the walk: offsets, sizes, type flags, name fields, prefix set."""
-    return (np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.uint8),
-            np.empty((capacity, 100), np.uint8), np.empty(capacity, np.bool_))
+def record_arrays(capacity: int, keep: tuple[np.ndarray, ...] = ()) -> tuple[np.ndarray, ...]:
+    """Output arrays of the walk (offsets, sizes, type flags, name fields, prefix set), with ``keep`` copied in."""
+    out = (np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.uint8),
+           np.empty((capacity, 100), np.uint8), np.empty(capacity, np.bool_))
+    for new, old in zip(out, keep):
+        new[: len(old)] = old
+    return out

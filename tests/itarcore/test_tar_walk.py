@@ -101,3 +101,11 @@ def test_parallel_indexing_reports_a_bad_shard_and_stops(tmp_path: Path) -> None
         index_shards([*good, bad], jobs=2, cancel=token)
     assert str(bad) in str(info.value)
     assert not token.cancelled  # the caller's token is left alone; only the sibling workers were stopped
+
+
+def test_dense_tiny_members_grow_the_output_arrays(tmp_path: Path) -> None:
+    path = tmp_path / "dense.tar"  # 3,000 empty members: far more than one header per 4 KiB page
+    write_tar(path, {f"e{i:05d}.txt": b"" for i in range(3000)})
+    scan = scan_tar(path)
+    assert scan.method == "compiled"
+    assert found(path) == truth(path)
