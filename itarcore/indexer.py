@@ -69,8 +69,10 @@ def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     """NOTES.md split of (n, 100) name fields: zero-padded stems, their lengths, lower-cased extensions."""
     n = len(fields)
     if jit.enabled() and n:
+        from .indexer_kernels import copy_parts, split_rows
+
         bounds = np.empty((3, n), np.int64)
-        _split_rows(fields, bounds)
+        split_rows(fields, bounds)
         start, dot, end = bounds
     else:
         start, dot, end = _split_name_fields(fields)
@@ -80,7 +82,7 @@ def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     stem_w, ext_w = int(stem_len.max(initial=0)), int(ext_len.max(initial=0))
     if jit.enabled() and n:
         stems, exts = np.zeros((n, stem_w), np.uint8), np.zeros((n, ext_w), np.uint8)
-        _copy_parts(fields, bounds, stems, exts)
+        copy_parts(fields, bounds, stems, exts)
         return stems, stem_len, exts
     exts = _gather(fields, ext_start, ext_len, ext_w)
     exts[(exts >= ord("A")) & (exts <= ord("Z"))] += 32
@@ -103,43 +105,6 @@ def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     dot = (names == ord(".")) & inside & (cols[None, :] >= start[:, None])
     dot_pos = np.where(dot.any(axis=1), dot.argmax(axis=1), end)
     return start, dot_pos, end
-
-
-@jit.compile_kernel
-def _split_rows(fields, bounds):
-    """The same split, one row at a time as compiled code: rows of bounds = start, dot, end."""
-    for row in range(fields.shape[0]):
-        end = fields.shape[1]
-        for i in range(fields.shape[1]):
-            if fields[row, i] == 0:
-                end = i
-                break
-        start = 0
-        for i in range(end - 1, -1, -1):
-            if fields[row, i] == 47:  # '/'
-                start = i + 1
-                break
-        dot = end
-        for i in range(start, end):
-            if fields[row, i] == 46:  # '.'
-                dot = i
-                break
-        bounds[0, row] = start
-        bounds[1, row] = dot
-        bounds[2, row] = end
-
-
-@jit.compile_kernel
-def _copy_parts(fields, bounds, stems, exts):
-    """Copy each row's stem and (lower-cased) extension into zeroed matrices."""
-    for row in range(fields.shape[0]):
-        start, dot, end = bounds[0, row], bounds[1, row], bounds[2, row]
-        for i in range(start, dot):
-            stems[row, i - start] = fields[row, i]
-        ext_start = min(dot + 1, end)
-        for i in range(ext_start, end):
-            b = fields[row, i]
-            exts[row, i - ext_start] = b + 32 if 65 <= b <= 90 else b
 
 
 def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: int) -> np.ndarray:

@@ -55,7 +55,7 @@ def scan_route(request, monkeypatch) -> str:
     """Run a test once per fast route: compiled kernels (the ``fast`` extra) and pure numpy."""
     from itarcore import jit
 
-    if request.param == "compiled" and jit.numba is None:
+    if request.param == "compiled" and not jit.available():
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
     monkeypatch.setenv("ITARCORE_NO_JIT", "1" if request.param == "numpy" else "0")
     return request.param

@@ -22,7 +22,6 @@ import numpy as np
 from ..errors import ChecksumError, FormatError, TruncatedError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .. import jit
-from . import tar_walk
 
 BLOCK = 512
 NAME_LEN = 100
@@ -230,6 +229,8 @@ def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressR
     Name fields are copied out of each chunk before its pages are released, so resident
     memory stays flat. ``None`` hands anything unusual to the strict Python walk.
     """
+    from . import tar_walk  # imports numba: only when this route is taken
+
     buf = np.frombuffer(mm, np.uint8)
     words = tar_walk.word_view(buf)
     out = tar_walk.record_arrays(file_size // 4096 + 1024)  # about one header per page; grown if needed

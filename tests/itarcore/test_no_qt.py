@@ -85,3 +85,11 @@ def test_python_m_itarcore_without_qt(tmp_path: Path) -> None:
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "TARIDX" in proc.stdout
+
+
+def test_commands_that_scan_nothing_do_not_import_numba() -> None:
+    """numba (the 'fast' extra) costs a noticeable import; only a tar scan may load it."""
+    script = ("import sys; from itarcore.cli import main; import itarcore.indexer, itarcore.formats.tar; "
+              f"main(['info', '--json', {str(FIXTURE)!r}]); print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -15,7 +15,7 @@ from itarcore.formats.tar import scan_tar
 from itarcore.indexer import index_shards
 from itarcore.progress import CancelToken
 
-pytestmark = pytest.mark.skipif(jit.numba is None, reason="numba (the 'fast' extra) is not installed")
+pytestmark = pytest.mark.skipif(not jit.available(), reason="numba (the 'fast' extra) is not installed")
 
 
 def write_tar(path: Path, members: dict[str, bytes], fmt: int = tarfile.USTAR_FORMAT, **pax) -> None:
