@@ -182,6 +182,8 @@ def _jpeg_many(buf, at, lengths):
     return done, w, h
 
 
+_HAS_DIMS = np.ones(256, bool)  # by format code
+_HAS_DIMS[list(_NO_DIMS)] = False
 _HEADER_BYTES = {2: 24, 3: 30, 4: 26}  # what _png, _webp and _bmp need before reading
 _FAST_MANY = {2: _png_many, 3: _webp_many, 4: _bmp_many}
 
@@ -191,7 +193,7 @@ def image_dims(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, formats
     """Width and height (uint16) of the samples ``buf[starts[i] : starts[i] + lengths[i]]``, as image_size gives."""
     starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
     w, h = np.zeros(len(starts), np.int64), np.zeros(len(starts), np.int64)
-    todo = ~np.isin(formats, _NO_DIMS)
+    todo = _HAS_DIMS[formats]
     jpeg = np.flatnonzero((formats == 1) & (lengths >= 2))
     done, w[jpeg], h[jpeg] = _jpeg_many(buf, starts[jpeg], lengths[jpeg])
     todo[jpeg[done]] = False

@@ -168,7 +168,7 @@ class TblWriter:
             raise WriteError(f"{self.path}: more samples than the {self.num_samples} declared")
         e = self.entries[first : first + n]
         e["format"] = formats
-        raw_sizes = np.fromiter((len(d) for d in datas), dtype=np.int64, count=n)
+        raw_sizes = np.fromiter(map(len, datas), dtype=np.int64, count=n)
         if (raw_sizes > _U32_MAX).any():
             raise WriteError(f"{self.path}: a sample is larger than 4 GiB, which TBL sizes (u32) cannot hold")
         if self.version == 2:

@@ -134,8 +134,8 @@ def convert_tar_to_tbl(
     result.compressed = int(np.count_nonzero(writer.entries["flags"] & 1)) if version == 2 else 0
     result.bytes_out = os.path.getsize(output)
     result.seconds = time.perf_counter() - started
-    kinds, counts = np.unique(writer.entries["format"], return_counts=True)
-    result.formats = {FORMAT_NAMES[int(k)]: int(c) for k, c in zip(kinds, counts)}
+    counts = np.bincount(writer.entries["format"], minlength=len(FORMAT_NAMES))
+    result.formats = {FORMAT_NAMES[k]: int(c) for k, c in enumerate(counts) if c}
     return result
 
 

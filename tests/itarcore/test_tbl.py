@@ -54,6 +54,18 @@ def test_crc16_check_value_and_numpy_route_match_bitwise_reference():
     assert crc16_modbus_many(buffers).tolist() == expected
 
 
+def test_crc16_routes_agree_on_views_of_one_buffer():
+    rng = np.random.default_rng(8)
+    blob = rng.integers(0, 256, 200_000, dtype=np.uint8).tobytes()
+    lengths = [*range(40), *rng.integers(0, 700, 150).tolist(), 4095, 4096, 4097, 16_383, 65_536, 65_537]
+    starts = rng.integers(0, len(blob) - 70_000, len(lengths)).tolist()
+    views = [memoryview(blob)[a : a + n] for a, n in zip(starts, lengths)]  # as the tar conversion passes them
+    expected = [crc16_bitwise(v) for v in views]
+    assert crc16_modbus_numpy(views).tolist() == expected
+    fastcrc = pytest.importorskip("fastcrc", reason="fastcrc (the optional 'crc' extra) is not installed")
+    assert [fastcrc.crc16.modbus(v) for v in views] == expected
+
+
 # -- reading --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", V2_FIXTURES)
 def test_v2_fixture_reads_identically_to_turboloader(name):
