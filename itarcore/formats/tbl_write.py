@@ -13,6 +13,7 @@ import struct
 import tempfile
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -106,7 +107,10 @@ def temp_path_for(path: str) -> str:
 
 
 class TblWriter:
-    """Write ``num_samples`` samples, then :meth:`commit` (or :meth:`abort`). Usable as a context manager."""
+    """Write ``num_samples`` samples, then :meth:`commit` (or :meth:`abort`). Usable as a context manager.
+
+    Samples go to the file from a writer thread, one batch behind the caller.
+    """
 
     def __init__(self, path: str | os.PathLike[str], num_samples: int, *, version: int = 2,
                  lz4: bool = False, checksums: bool = True) -> None:
@@ -142,6 +146,9 @@ class TblWriter:
             self._fh.seek(self.header_size)
         except OSError as exc:
             raise WriteError(f"{self.path}: cannot create {self.temp_path}: {exc}") from exc
+        # samples are written by one thread (os.writev releases the GIL) while the caller prepares the next batch
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbl-writer")
+        self._pending: Future[None] | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -162,7 +169,11 @@ class TblWriter:
     def add_batch(self, datas: Sequence[bytes | memoryview], formats: np.ndarray, widths: np.ndarray | None = None,
                   heights: np.ndarray | None = None, metadata: Sequence[Sequence[tuple[int | str, bytes]]] | None = None,
                   ) -> int:
-        """Append many samples at once (CRCs computed together); returns the index of the first."""
+        """Append many samples at once (CRCs computed together); returns the index of the first.
+
+        The samples are written in the background: their buffers must stay valid until the next
+        add_batch, :meth:`wait`, :meth:`commit` or :meth:`abort` returns.
+        """
         first, n = self.count, len(datas)
         if first + n > self.num_samples:
             raise WriteError(f"{self.path}: more samples than the {self.num_samples} declared")
@@ -182,11 +193,11 @@ class TblWriter:
         if self._compress is not None:
             stored = self._compressed(datas, flags)
             stored_sizes = np.fromiter(map(len, stored), dtype=np.int64, count=n)
-        write_all(self._fh.fileno(), stored)
         e["offset"] = self._pos + np.concatenate(([0], np.cumsum(stored_sizes)[:-1])) if n else 0
         e["size"] = stored_sizes
         self._pos += int(stored_sizes.sum())
-        self._start_writeback()
+        self.wait()
+        self._pending = self._io.submit(self._write_samples, stored, self._pos)
         if metadata is not None:
             for k, blocks in enumerate(metadata):
                 for kind, payload in blocks:
@@ -207,16 +218,28 @@ class TblWriter:
                     flags[k] |= ENTRY_COMPRESSED
         return stored
 
-    def _start_writeback(self) -> None:
-        """Ask the kernel to start writing what we wrote so far, so commit's fsync has little left to wait for.
+    def wait(self) -> None:
+        """Return once every sample added so far is in the file (so their buffers may go)."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            try:
+                pending.result()
+            except OSError as exc:
+                raise WriteError(f"{self.path}: cannot write: {exc}") from exc
+
+    def _write_samples(self, buffers: Sequence[bytes | memoryview], end: int) -> None:
+        write_all(self._fh.fileno(), buffers)
+        self._start_writeback(end)
+
+    def _start_writeback(self, end: int) -> None:
+        """Ask the kernel to start writing the file up to ``end``, so commit's fsync has little left to wait for.
 
         POSIX_FADV_DONTNEED starts writeback of dirty pages without waiting for it; pages still
         being written stay cached.
         """
-        if self._pos - self._written_back >= _WRITEBACK_STEP and hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(self._fh.fileno(), self._written_back, self._pos - self._written_back,
-                             os.POSIX_FADV_DONTNEED)
-            self._written_back = self._pos
+        if end - self._written_back >= _WRITEBACK_STEP and hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self._fh.fileno(), self._written_back, end - self._written_back, os.POSIX_FADV_DONTNEED)
+            self._written_back = end
 
     def _add_metadata(self, index: int, kind: int | str, payload: bytes) -> None:
         if self.version == 1:
@@ -242,6 +265,8 @@ class TblWriter:
         try:
             if self.count != self.num_samples:
                 raise WriteError(f"{self.path}: {self.count} samples written but {self.num_samples} declared")
+            self.wait()
+            self._io.shutdown()
             meta_size = self._meta.tell()
             self._meta.seek(0)
             fd = self._fh.fileno()
@@ -264,6 +289,10 @@ class TblWriter:
 
     def abort(self) -> None:
         """Drop the temp file; the target is left as it was."""
+        if self._pending is not None:
+            self._pending.exception()  # let a write in flight end before the file closes; its error no longer matters
+            self._pending = None
+        self._io.shutdown()
         self._meta.close()
         if not self._fh.closed:
             self._fh.close()

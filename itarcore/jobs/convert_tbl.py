@@ -33,7 +33,7 @@ from ..formats.tbl_write import TblWriter, format_for_name, formats_for_name_fie
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 
 SIDECAR_EXTS = ("json", "cls", "txt")
-_BATCH_BYTES = 16 << 20
+_BATCH_BYTES = 8 << 20
 _BATCH_SAMPLES = 8192
 
 
@@ -218,6 +218,7 @@ def _copy_samples(writer: TblWriter, mm: mmap.mmap, path: str, scan: TarScan, co
     starts = scan.data_offsets[rows].astype(np.int64)
     lengths = scan.sizes[rows].astype(np.int64)
     whole, buf = memoryview(mm), np.frombuffer(mm, np.uint8)  # released on return, before the map closes
+    written_to = int(starts[0])
     for part in _batches(lengths):
         batch, o, s = rows[part], starts[part], lengths[part]
         views = [whole[a:b] for a, b in zip(o.tolist(), (o + s).tolist())]
@@ -225,10 +226,12 @@ def _copy_samples(writer: TblWriter, mm: mmap.mmap, path: str, scan: TarScan, co
         if writer.version == 2:
             widths, heights = image_dims(buf, o, s, codes[batch])
         meta = _metadata(names, batch, shard, sidecars) if names is not None else None
-        writer.add_batch(views, codes[batch], widths, heights, meta)
+        writer.add_batch(views, codes[batch], widths, heights, meta)  # returns when the batch before is written
         del views
-        _drop_pages(mm, int(o[0]), int(o[-1] + s[-1]))
+        _drop_pages(mm, written_to, int(o[0]))
+        written_to = int(o[0])
         result.bytes_in += int(s.sum())
         last = int(batch[-1])
         reporter.update(reporter.done + len(batch),
                         current=names[last] if names is not None else decode_name(scan.name_bytes(last)))
+    writer.wait()  # the map closes after this

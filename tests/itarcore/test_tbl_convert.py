@@ -172,6 +172,18 @@ def test_convert_in_small_batches_equals_the_one_by_one_route(tmp_path, monkeypa
     assert [ref.read_sample(i) for i in range(r.num_samples)] == [d for d, _ in samples]
 
 
+def test_convert_disk_error_is_a_write_error_and_leaves_nothing(tmp_path, monkeypatch):
+    from itarcore.formats import tbl_write
+
+    def disk_full(fd, buffers):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tbl_write, "write_all", disk_full)  # fails in the writer thread
+    with pytest.raises(WriteError, match="No space left"):
+        convert_tar_to_tbl(IMAGES, tmp_path / "x.tbl")
+    assert os.listdir(tmp_path) == []
+
+
 # -- Document -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["v1_from_v1code.tbl", "v1_independent.tbl", "v2_plain.tbl", "v2_lz4_meta.tbl",
                                   "v2_empty.tbl"])
