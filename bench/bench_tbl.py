@@ -4,10 +4,12 @@ Each route runs in its own child process, so its peak RSS (VmHWM) is its own. Tw
 sizes show whether memory grows with the data. itarcore runs with its numpy tar scan and,
 when numba (the ``fast`` extra) is installed, with its compiled one, which is then the default
 (its first use in a process loads numba: that time counts, as a user would wait for it too).
-The input tar is flushed to disk before any route runs, so none pays for its writeback.
+The input tar is flushed to disk before any route runs, so none pays for its writeback, and
+the routes take turns, ``--repeat`` times each: the table shows median seconds and the largest
+peak RSS.
 
-    python bench/bench_tbl.py            # 50,000 and 200,000 members
-    python bench/bench_tbl.py --quick    # 2,000 and 8,000 members
+    python bench/bench_tbl.py            # 50,000 and 200,000 members, median of 3
+    python bench/bench_tbl.py --quick    # 2,000 and 8,000 members, once
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import argparse
 import io
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -81,7 +84,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (2,000 and 8,000 members)")
     parser.add_argument("--sizes", type=int, nargs="+", help="member counts to try")
+    parser.add_argument("--repeat", type=int, help="runs of each route (default 3, 1 with --quick)")
     args = parser.parse_args()
+    repeat = args.repeat or (1 if args.quick else 3)
     sizes = args.sizes or ([2_000, 8_000] if args.quick else [50_000, 200_000])
     routes = ["itarcore numpy"] + (["itarcore compiled"] if jit.available() else [])
     try:
@@ -96,14 +101,18 @@ def main() -> None:
             src = os.path.join(tmp, f"in_{n}.tar")
             make_tar(src, n)
             flush(src)
+            runs: dict[str, list[dict]] = {route: [] for route in routes}
+            for _ in range(repeat):
+                for route in routes:
+                    dst = os.path.join(tmp, "out.tbl")
+                    runs[route].append(run(route, src, dst))
+                    os.remove(dst)
             rates = {}
-            for route in routes:
-                dst = os.path.join(tmp, "out.tbl")
-                r = run(route, src, dst)
-                rates[route] = r["n"] / r["secs"]
-                print(f"{n:>9,} {os.path.getsize(src) / 1e6:>8.1f} {route:<18} {r['secs']:>8.2f} "
-                      f"{rates[route]:>11,.0f} {r['rss_mb']:>12.1f}", flush=True)
-                os.remove(dst)
+            for route, results in runs.items():
+                secs = statistics.median(r["secs"] for r in results)
+                rates[route] = results[0]["n"] / secs
+                print(f"{n:>9,} {os.path.getsize(src) / 1e6:>8.1f} {route:<18} {secs:>8.2f} "
+                      f"{rates[route]:>11,.0f} {max(r['rss_mb'] for r in results):>12.1f}", flush=True)
             for route in routes[:-1] if "turboloader" in rates else []:
                 print(f"{'':>9} {'':>8} speed-up of {route}: {rates[route] / rates['turboloader']:.1f}x")
             os.remove(src)
