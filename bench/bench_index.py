@@ -5,7 +5,7 @@ Generates a webdataset fold (default: 4 shards x 50,000 samples of .jpg 2-20 KB,
 by side in one process and repeated (median reported):
 
   * itarcore index_shards, one thread and --jobs 2, with the compiled tar walk (the
-    ``fast`` extra, numba) and with numpy alone (ITARCORE_NO_JIT=1)
+    ``fast`` extra, numba; ITARCORE_JIT=1) and with numpy alone (ITARCORE_JIT=0)
   * tarfile.open(p).getmembers() on every shard (the standard library)
   * a minimal Python loop reading only each header's size field (the practical floor)
 
@@ -99,11 +99,11 @@ def tarfile_members(paths: list[Path]) -> int:
 
 
 def itarcore_index(paths: list[Path], jobs: int, compiled: bool) -> int:
-    os.environ["ITARCORE_NO_JIT"] = "0" if compiled else "1"
+    os.environ["ITARCORE_JIT"] = "1" if compiled else "0"
     try:
         return len(index_shards(paths, jobs=jobs).rows)
     finally:
-        os.environ.pop("ITARCORE_NO_JIT")
+        os.environ.pop("ITARCORE_JIT")
 
 
 COLD_START = """
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         index_shards(paths[:1])  # loads the compiled kernels once, like the page cache (cold start is below)
         routes = []
         for label, compiled in (("compiled", True), ("numpy", False)):
-            if compiled and not jit.enabled():
+            if compiled and not jit.available():
                 print("numba is not installed (the 'fast' extra): no compiled route", file=sys.stderr)
                 continue
             routes += [(f"itarcore {label}, 1 thread", lambda c=compiled: itarcore_index(paths, 1, c)),

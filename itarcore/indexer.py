@@ -68,7 +68,8 @@ class ShardMembers:
 def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """NOTES.md split of (n, 100) name fields: zero-padded stems, their lengths, lower-cased extensions."""
     n = len(fields)
-    if jit.enabled() and n:
+    compiled = jit.worthwhile(0) and n > 0  # once the scan has loaded the kernels
+    if compiled:
         from .indexer_kernels import copy_parts, split_rows
 
         bounds = np.empty((3, n), np.int64)
@@ -80,7 +81,7 @@ def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     ext_start = np.minimum(dot + 1, end)
     ext_len = end - ext_start
     stem_w, ext_w = int(stem_len.max(initial=0)), int(ext_len.max(initial=0))
-    if jit.enabled() and n:
+    if compiled:
         stems, exts = np.zeros((n, stem_w), np.uint8), np.zeros((n, ext_w), np.uint8)
         copy_parts(fields, bounds, stems, exts)
         return stems, stem_len, exts
@@ -128,8 +129,8 @@ def split_name(name: bytes) -> tuple[bytes, str]:
 
 
 def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None,
-                  progress: ProgressCallback | None = None) -> ShardMembers:
-    return members_from_scan(scan_tar(path, progress, cancel))
+                  progress: ProgressCallback | None = None, compiled: bool | None = None) -> ShardMembers:
+    return members_from_scan(scan_tar(path, progress, cancel, compiled=compiled))
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
@@ -297,7 +298,9 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
     so threads scale like processes without copying each shard's arrays back.
     """
     paths = [os.fspath(p) for p in shards]
-    reporter = ProgressReporter(progress, sum(os.path.getsize(p) for p in paths), "bytes", cancel)
+    total = sum(os.path.getsize(p) for p in paths)
+    reporter = ProgressReporter(progress, total, "bytes", cancel)
+    compiled = jit.worthwhile(total)  # decided for the whole fold, not shard by shard
     shard_done = [0] * len(paths)
     lock = threading.Lock()
 
@@ -311,7 +314,7 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
     stop = cancel.child() if cancel is not None else CancelToken()  # also stops the other shards on an error
     workers = max(1, min(jobs, len(paths)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="itar-index") as pool:
-        futures = [pool.submit(shard_members, p, stop, shard_progress(fid)) for fid, p in enumerate(paths)]
+        futures = [pool.submit(shard_members, p, stop, shard_progress(fid), compiled) for fid, p in enumerate(paths)]
         try:
             results = [future.result() for future in futures]
         except BaseException:

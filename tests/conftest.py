@@ -57,5 +57,5 @@ def scan_route(request, monkeypatch) -> str:
 
     if request.param == "compiled" and not jit.available():
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
-    monkeypatch.setenv("ITARCORE_NO_JIT", "1" if request.param == "numpy" else "0")
+    monkeypatch.setenv("ITARCORE_JIT", "0" if request.param == "numpy" else "1")
     return request.param

@@ -71,8 +71,13 @@ def scan_tar(
     path: str | os.PathLike[str],
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    *,
+    compiled: bool | None = None,
 ) -> TarScan:
-    """List the regular members of ``path`` (offsets, sizes, names); raise FormatError on corruption."""
+    """List the regular members of ``path`` (offsets, sizes, names); raise FormatError on corruption.
+
+    ``compiled`` picks the compiled walk (numba) or numpy; by default ``jit.worthwhile`` decides.
+    """
     path = os.fspath(path)
     with open(path, "rb") as fh:
         file_size = os.fstat(fh.fileno()).st_size
@@ -82,7 +87,9 @@ def scan_tar(
     try:
         mm.madvise(mmap.MADV_SEQUENTIAL) if hasattr(mmap, "MADV_SEQUENTIAL") else None
         reporter = ProgressReporter(progress, file_size, "bytes", cancel)
-        fast = _scan_compiled if jit.enabled() else _scan_vectorised
+        if compiled is None:
+            compiled = jit.worthwhile(file_size)
+        fast = _scan_compiled if compiled and jit.available() else _scan_vectorised
         scan = fast(mm, path, file_size, reporter)
         if scan is None:
             scan = _scan_sequential(mm, path, file_size, reporter)
@@ -147,7 +154,7 @@ def parse_number(raw: bytes, path: str, fieldname: str, offset: int) -> int:
         raise FormatError(path, fieldname, offset, "not an octal number", found=raw) from None
 
 
-_SCAN_CHUNK_BLOCKS = 1 << 17  # 64 MiB of the file per pass
+_SCAN_CHUNK_BLOCKS = 1 << 15  # 16 MiB of the file per pass: bounds the mapped pages held at once
 
 
 @dataclass
@@ -176,8 +183,9 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReport
         if len(hits):
             hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
         headers = part[hits]
-        parts.append((hits + start, headers[:, 124:136], checksums_ok(headers), headers[:, 156],
-                      headers[:, :NAME_LEN], (headers[:, 262] == 0) & (headers[:, 345] != 0)))
+        # copies, not views: a view of a column would keep every whole 512-byte header alive
+        parts.append((hits + start, headers[:, 124:136].copy(), checksums_ok(headers), headers[:, 156].copy(),
+                      headers[:, :NAME_LEN].copy(), (headers[:, 262] == 0) & (headers[:, 345] != 0)))
         del headers, part
         if dontneed is not None:
             mm.madvise(dontneed, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)

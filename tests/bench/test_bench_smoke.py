@@ -28,7 +28,7 @@ def test_bench_index_quick_counts_every_member(tmp_path: Path) -> None:
     assert f"{members:,} members" in out
     routes = ["itarcore numpy, 1 thread", "itarcore numpy, --jobs 2", "tarfile getmembers()",
               "minimal header walk (floor)"]
-    if jit.enabled():
+    if jit.available():
         routes += ["itarcore compiled, 1 thread", "itarcore compiled, --jobs 2"]
     for route in routes:
         assert re.search(rf"^{re.escape(route)}\s+[\d.]+\s+[\d,]+", out, re.M), route

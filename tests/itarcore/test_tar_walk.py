@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -16,6 +19,11 @@ from itarcore.indexer import index_shards
 from itarcore.progress import CancelToken
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="numba (the 'fast' extra) is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _compiled_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ITARCORE_JIT", "1")  # these tars are small: by default numpy would scan them
 
 
 def write_tar(path: Path, members: dict[str, bytes], fmt: int = tarfile.USTAR_FORMAT, **pax) -> None:
@@ -109,3 +117,28 @@ def test_dense_tiny_members_grow_the_output_arrays(tmp_path: Path) -> None:
     scan = scan_tar(path)
     assert scan.method == "compiled"
     assert found(path) == truth(path)
+
+
+def test_auto_choice_keeps_small_scans_off_numba(tmp_path: Path) -> None:
+    """Loading numba costs more than it saves on small scans: a fresh process scans them with numpy."""
+    path = tmp_path / "small.tar"
+    write_tar(path, {"a.jpg": b"1"})
+    script = ("import sys; from itarcore.formats.tar import scan_tar; "
+              f"print(scan_tar({str(path)!r}).method, 'numba' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "ITARCORE_JIT"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.split() == ["vectorised", "False"]
+
+
+@pytest.mark.parametrize(("setting", "n_bytes", "loaded", "expected"), [
+    ("0", 1 << 40, True, False),
+    ("1", 0, False, True),
+    ("auto", jit.MIN_BYTES - 1, False, False),
+    ("auto", jit.MIN_BYTES, False, True),
+    ("auto", 0, True, True),  # once loaded, every scan uses the kernels
+])
+def test_worthwhile_policy(monkeypatch: pytest.MonkeyPatch, setting: str, n_bytes: int, loaded: bool,
+                           expected: bool) -> None:
+    monkeypatch.setenv("ITARCORE_JIT", setting)
+    monkeypatch.setattr(jit, "_loaded", loaded)
+    assert jit.worthwhile(n_bytes) is expected
