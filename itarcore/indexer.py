@@ -20,7 +20,7 @@ import numpy as np
 
 from . import jit
 from .errors import DatasetError
-from .formats.tar import NAME_LEN, TarScan, scan_tar
+from .formats.tar import TarScan, scan_tar
 from .formats.taridx import ROW_DTYPE, contiguous_runs
 from .hashing import xxh64_padded
 from .progress import CancelToken, Progress, ProgressCallback, ProgressReporter
@@ -66,7 +66,7 @@ class ShardMembers:
 
 
 def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """NOTES.md split of (n, 100) name fields: zero-padded stems, their lengths, lower-cased extensions."""
+    """NOTES.md split of (n, w) name fields: zero-padded stems, their lengths, lower-cased extensions."""
     n = len(fields)
     compiled = jit.worthwhile(0) and n > 0  # once the scan has loaded the kernels
     if compiled:
@@ -96,7 +96,7 @@ def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
     nul = fields == 0
-    end = np.where(nul.any(axis=1), nul.argmax(axis=1), NAME_LEN)
+    end = np.where(nul.any(axis=1), nul.argmax(axis=1), fields.shape[1])
     width = int(end.max())
     names = fields[:, :width]  # names are usually far shorter than the field
     cols = np.arange(width)
@@ -115,7 +115,7 @@ def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: in
     if not start.any():
         out = fields[:, :width].copy()
     else:
-        idx = np.minimum(start[:, None] + cols[None, :], NAME_LEN - 1)
+        idx = np.minimum(start[:, None] + cols[None, :], fields.shape[1] - 1)
         out = np.take_along_axis(fields, idx, axis=1)
     out[cols[None, :] >= length[:, None]] = 0
     return out

@@ -38,7 +38,7 @@ class TarScan:
     file_size: int
     header_offsets: np.ndarray  # int64: each member's own 512-byte header
     sizes: np.ndarray  # int64 payload sizes
-    name_fields: np.ndarray  # (n, 100) uint8: the raw ustar name field of each header
+    name_fields: np.ndarray  # (n, w <= 100) uint8: each header's raw name field, all-NUL trailing columns dropped
     full_names: dict[int, bytes] = field(default_factory=dict)  # row -> name when not the name field alone
     end_offset: int = 0  # where the end-of-archive marker (or EOF) begins
     skipped: int = 0  # non-regular records (directories, links, pax, GNU long names)
@@ -100,6 +100,26 @@ def scan_tar(
             mm.close()
         except BufferError:  # an error's traceback still holds a numpy view; GC closes the map
             pass
+
+
+def crop_names(fields: np.ndarray) -> np.ndarray:
+    """A compact copy of (n, 100) name fields without the columns that are NUL in every row.
+
+    Names are usually a fraction of the 100-byte field; this keeps the scan's memory per
+    member small. Every name still ends at its first NUL or at the end of the row.
+    """
+    used = np.flatnonzero(fields.any(axis=0))
+    return fields[:, : used[-1] + 1 if len(used) else 0].copy()
+
+
+def _stack_names(parts: list[np.ndarray]) -> np.ndarray:
+    """Concatenate name-field blocks of different widths, NUL padded to the widest."""
+    out = np.zeros((sum(len(p) for p in parts), max((p.shape[1] for p in parts), default=0)), np.uint8)
+    row = 0
+    for part in parts:
+        out[row : row + len(part), : part.shape[1]] = part
+        row += len(part)
+    return out
 
 
 def _empty(path: str, size: int) -> TarScan:
@@ -165,7 +185,7 @@ class _Candidates:
     size_fields: np.ndarray  # (n, 12)
     checksum_ok: np.ndarray  # bool: the stored checksum matches the header bytes
     typeflags: np.ndarray
-    names: np.ndarray  # (n, 100)
+    names: np.ndarray  # (n, w): cropped name fields
     posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
 
 
@@ -185,13 +205,14 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReport
         headers = part[hits]
         # copies, not views: a view of a column would keep every whole 512-byte header alive
         parts.append((hits + start, headers[:, 124:136].copy(), checksums_ok(headers), headers[:, 156].copy(),
-                      headers[:, :NAME_LEN].copy(), (headers[:, 262] == 0) & (headers[:, 345] != 0)))
+                      crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0)))
         del headers, part
         if dontneed is not None:
             mm.madvise(dontneed, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
         reporter.update(min(start + _SCAN_CHUNK_BLOCKS, len(blocks)) * BLOCK)
-    cols = [np.concatenate(c) for c in zip(*parts)]
-    return _Candidates(*cols)
+    blocks_, sizes, checks, flags, names, prefixed = zip(*parts)
+    return _Candidates(np.concatenate(blocks_), np.concatenate(sizes), np.concatenate(checks), np.concatenate(flags),
+                       _stack_names(list(names)), np.concatenate(prefixed))
 
 
 def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
@@ -279,7 +300,7 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
         file_size=file_size,
         header_offsets=reg_idx.astype(np.int64) * BLOCK,
         sizes=sizes[regular],
-        name_fields=np.ascontiguousarray(reg_names),
+        name_fields=crop_names(reg_names),
         end_offset=end,
         skipped=len(special),
     )
@@ -435,6 +456,6 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
             continue
         skipped += 1
         off = data_end + (-size % BLOCK)
-    name_fields = np.frombuffer(b"".join(fields), np.uint8).reshape(len(fields), NAME_LEN).copy()
+    name_fields = crop_names(np.frombuffer(b"".join(fields), np.uint8).reshape(len(fields), NAME_LEN))
     return TarScan(path, file_size, np.array(offsets, np.int64), np.array(sizes, np.int64), name_fields,
                    full_names, off, skipped, method="sequential")

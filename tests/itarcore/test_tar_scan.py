@@ -185,3 +185,16 @@ def test_octal_columns_parse_every_common_layout(form: bytes, width: int) -> Non
     fields = np.frombuffer(b"".join((form % v).ljust(width, b"\0") for v in values), np.uint8).reshape(-1, width)
     parsed, ok = parse_octal_columns(fields)
     assert ok.all() and parsed.tolist() == values.tolist()
+
+
+def test_name_fields_are_cropped_but_full_100_byte_names_survive(tmp_path: Path) -> None:
+    short = tmp_path / "short.tar"
+    make_tar(short, tarfile.USTAR_FORMAT, ["a.jpg", "bb.cls"], extras=False)
+    assert scan_tar(short).name_fields.shape[1] == len("bb.cls")  # not 100 bytes per member
+    full = tmp_path / "full.tar"
+    names = ["n" * 96 + ".jpg", "s.cls"]  # the first fills the ustar name field: no NUL at all
+    make_tar(full, tarfile.USTAR_FORMAT, names, extras=False)
+    scan = scan_tar(full)
+    assert scan.name_fields.shape[1] == 100
+    assert scan.names == [m.name for m in tarfile_truth(full)] == names
+    assert shard_members(full).stem_lengths.tolist() == [96, 1]
