@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats.tar import BLOCK, NAME_LEN, TarScan, checksums_ok, decode_name, parse_number, parse_octal_columns
+from .formats.tar import NAME_LEN, TarScan, decode_name
+from .formats.tar_fields import BLOCK, checksums_ok, parse_number, parse_octal_columns
 from .indexer import members_from_scan
 from .progress import ProgressReporter
 

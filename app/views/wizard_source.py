@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from itarcore.audit_rows import checksums_ok
-from itarcore.formats.tar import BLOCK
+from itarcore.formats.tar_fields import BLOCK
 from itarcore.indexer import SHARD_PATTERN, discover_folds
 from itarcore.jobs import IndexResult, index_fold
 from itarcore.progress import CancelToken, Progress, ProgressCallback

@@ -6,7 +6,7 @@ import tarfile
 from pathlib import Path
 
 from itarcore.dataset import Dataset
-from itarcore.formats.tar import header_checksum_ok
+from itarcore.formats.tar_fields import header_checksum_ok
 
 
 def test_shifted_row_has_no_name_and_neighbours_keep_theirs(webds: Path) -> None:

@@ -179,7 +179,7 @@ def test_batch_xxh64_matches_xxhash() -> None:
 
 @pytest.mark.parametrize("form,width", [(b"%011o\0", 12), (b"%06o\0 ", 8), (b"%07o ", 8), (b"%o\0", 8), (b"  %o ", 8)])
 def test_octal_columns_parse_every_common_layout(form: bytes, width: int) -> None:
-    from itarcore.formats.tar import parse_octal_columns
+    from itarcore.formats.tar_fields import parse_octal_columns
 
     values = np.random.default_rng(3).integers(0, 8**5, 500)
     fields = np.frombuffer(b"".join((form % v).ljust(width, b"\0") for v in values), np.uint8).reshape(-1, width)
