@@ -20,7 +20,7 @@ import numpy as np
 
 from . import jit
 from .errors import DatasetError
-from .formats.tar import TarScan, scan_tar
+from .formats.tar import TarScan, scan_tar, scan_threads
 from .formats.taridx import ROW_DTYPE, contiguous_runs
 from .hashing import xxh64_padded
 from .progress import CancelToken, Progress, ProgressCallback, ProgressReporter
@@ -129,8 +129,9 @@ def split_name(name: bytes) -> tuple[bytes, str]:
 
 
 def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None,
-                  progress: ProgressCallback | None = None, compiled: bool | None = None) -> ShardMembers:
-    return members_from_scan(scan_tar(path, progress, cancel, compiled=compiled))
+                  progress: ProgressCallback | None = None, compiled: bool | None = None,
+                  threads: int | None = None) -> ShardMembers:
+    return members_from_scan(scan_tar(path, progress, cancel, compiled=compiled, threads=threads))
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
@@ -313,8 +314,10 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
 
     stop = cancel.child() if cancel is not None else CancelToken()  # also stops the other shards on an error
     workers = max(1, min(jobs, len(paths)))
+    threads = max(1, scan_threads() // workers)  # the threads one shard's scan may use besides
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="itar-index") as pool:
-        futures = [pool.submit(shard_members, p, stop, shard_progress(fid), compiled) for fid, p in enumerate(paths)]
+        futures = [pool.submit(shard_members, p, stop, shard_progress(fid), compiled, threads)
+                   for fid, p in enumerate(paths)]
         try:
             results = [future.result() for future in futures]
         except BaseException:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,10 +82,13 @@ def scan_tar(
     cancel: CancelToken | None = None,
     *,
     compiled: bool | None = None,
+    threads: int | None = None,
 ) -> TarScan:
     """List the regular members of ``path`` (offsets, sizes, names); raise FormatError on corruption.
 
     ``compiled`` picks the compiled walk (numba) or numpy; by default ``jit.worthwhile`` decides.
+    ``threads`` splits numpy's pass over the file (default :func:`scan_threads`); the
+    compiled walk follows the header chain and is one thread.
     """
     path = os.fspath(path)
     with open(path, "rb") as fh:
@@ -97,8 +101,10 @@ def scan_tar(
         reporter = ProgressReporter(progress, file_size, "bytes", cancel)
         if compiled is None:
             compiled = jit.worthwhile(file_size)
-        fast = _scan_compiled if compiled and jit.available() else _scan_vectorised
-        scan = fast(mm, path, file_size, reporter)
+        if compiled and jit.available():
+            scan = _scan_compiled(mm, path, file_size, reporter)
+        else:
+            scan = _scan_vectorised(mm, path, file_size, reporter, scan_threads() if threads is None else threads)
         if scan is None:
             scan = _scan_sequential(mm, path, file_size, reporter)
         reporter.finish()
@@ -137,6 +143,11 @@ def _empty(path: str, size: int) -> TarScan:
 _SCAN_CHUNK_BLOCKS = 1 << 15  # 16 MiB of the file per pass: bounds the mapped pages held at once
 
 
+def scan_threads() -> int:
+    """Threads for numpy's pass over one file: its strided reads release the GIL and wait on memory."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 @dataclass
 class _Candidates:
     """Compact copies of the fields of every block that looks like a header."""
@@ -149,40 +160,54 @@ class _Candidates:
     posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
 
 
-def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReporter) -> _Candidates:
+def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReporter, threads: int) -> _Candidates:
     """Blocks with 'ustar' at byte 257, and their fields, a chunk of the file at a time.
 
-    Each pass touches the pages of its chunk; telling the kernel we are done with the
-    chunk keeps the resident size flat however big the shard (the page cache keeps the data).
+    ``threads`` chunks are read at once; progress and cancel are handled here, in order.
     """
-    parts: list[tuple[np.ndarray, ...]] = []
-    dontneed = getattr(mmap, "MADV_DONTNEED", None)
-    for start in range(0, len(blocks), _SCAN_CHUNK_BLOCKS):
-        part = blocks[start : start + _SCAN_CHUNK_BLOCKS]
-        hits = np.flatnonzero(part[:, 257] == _USTAR[0])
-        if len(hits):
-            hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
-        headers = part[hits]
-        # copies, not views: a view of a column would keep every whole 512-byte header alive
-        parts.append((hits + start, headers[:, 124:136].copy(), checksums_ok(headers), headers[:, 156].copy(),
-                      crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0)))
-        del headers, part
-        if dontneed is not None:
-            mm.madvise(dontneed, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
-        reporter.update(min(start + _SCAN_CHUNK_BLOCKS, len(blocks)) * BLOCK)
+    starts = range(0, len(blocks), _SCAN_CHUNK_BLOCKS)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="itar-scan") if threads > 1 and len(starts) > 1 else None
+    try:
+        found = pool.map(_chunk_candidates, [mm] * len(starts), [blocks] * len(starts), starts) if pool else (
+            _chunk_candidates(mm, blocks, start) for start in starts)
+        parts = []
+        for start, part in zip(starts, found):
+            parts.append(part)
+            reporter.update(min(start + _SCAN_CHUNK_BLOCKS, len(blocks)) * BLOCK)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)  # after a cancel or an error: chunks not begun never run
     blocks_, sizes, checks, flags, names, prefixed = zip(*parts)
     return _Candidates(np.concatenate(blocks_), np.concatenate(sizes), np.concatenate(checks), np.concatenate(flags),
                        _stack_names(list(names)), np.concatenate(prefixed))
 
 
-def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
+def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
+    """The candidate fields of one chunk. Telling the kernel we are done with the chunk keeps
+    the resident size flat however big the shard (the page cache keeps the data)."""
+    part = blocks[start : start + _SCAN_CHUNK_BLOCKS]
+    hits = np.flatnonzero(part[:, 257] == _USTAR[0])
+    if len(hits):
+        hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
+    headers = part[hits]
+    # copies, not views: a view of a column would keep every whole 512-byte header alive
+    fields = (hits + start, headers[:, 124:136].copy(), checksums_ok(headers), headers[:, 156].copy(),
+              crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
+    del headers, part
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
+    return fields
+
+
+def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter,
+                     threads: int = 1) -> TarScan | None:
     n_blocks = file_size // BLOCK
     if n_blocks == 0:
         return None
     blocks = np.frombuffer(mm, np.uint8, count=n_blocks * BLOCK).reshape(n_blocks, BLOCK)
     if not blocks[0].any():
         return _empty(path, file_size)  # an archive that is only its end marker
-    found = _find_candidates(mm, blocks, reporter)
+    found = _find_candidates(mm, blocks, reporter, threads)
     del blocks
     cand = found.blocks
     if len(cand) == 0 or cand[0] != 0:
