@@ -17,7 +17,8 @@ def _cmd_tar_to_tbl(args: argparse.Namespace) -> int:
     bar = TextProgressBar("convert ")
     try:
         result = convert_tar_to_tbl(inputs, output, version=1 if args.v1 else 2, lz4=args.lz4,
-                                    metadata_from=args.metadata_from, include_formats=args.only, progress=bar)
+                                    metadata_from=args.metadata_from, include_formats=args.only,
+                                    durable=not args.no_fsync, progress=bar)
     finally:
         bar.close()
     if args.json:
@@ -50,5 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="v2: keep each sample's name, stem and .json/.cls/.txt sidecars as JSON metadata")
     t2t.add_argument("--only", action="append", metavar="FORMAT", choices=list(FORMAT_NAMES),
                      help="keep only samples of this format (repeatable), e.g. --only JPEG")
+    t2t.add_argument("--no-fsync", action="store_true",
+                     help="do not wait for the disk before renaming the output into place (faster on slow disks; "
+                     "a power cut soon after may leave a partial file)")
     t2t.add_argument("--json", action="store_true", help="print the result as one JSON object")
     t2t.set_defaults(func=_cmd_tar_to_tbl)

@@ -1,9 +1,11 @@
 """TBL v1 and v2 writers (layouts in specs/NOTES.md), streaming and atomic.
 
 The number of samples is given up front, so the data region starts at the known
-``header_size`` and samples stream straight to disk; the index (a small numpy array) and
-the header are written last, then the temp file ``.<name>.tmp-<pid>`` is fsynced and
-renamed over the target. v2 samples are LZ4-compressed (when asked) only when that makes
+``header_size`` and samples stream straight to disk, each batch's index entries to their
+place in the index region (so memory does not grow with the sample count); the header is
+written last, then the temp file ``.<name>.tmp-<pid>`` is fsynced and
+renamed over the target (``durable=False`` skips the fsync: the rename is still atomic for
+other readers, but a power cut soon after may leave an empty or partial file). v2 samples are LZ4-compressed (when asked) only when that makes
 them smaller, like turboloader's own writer.
 """
 from __future__ import annotations
@@ -113,7 +115,7 @@ class TblWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], num_samples: int, *, version: int = 2,
-                 lz4: bool = False, checksums: bool = True) -> None:
+                 lz4: bool = False, checksums: bool = True, durable: bool = True) -> None:
         if version not in (1, 2):
             raise WriteError(f"{path}: TBL version must be 1 or 2, not {version}")
         if version == 1 and lz4:
@@ -122,6 +124,7 @@ class TblWriter:
             raise WriteError(f"{path}: negative sample count {num_samples}")
         self.path = os.fspath(path)
         self.version, self.num_samples, self.lz4, self.checksums = version, int(num_samples), lz4, checksums
+        self.durable = durable
         self._compress = None
         if lz4:
             try:
@@ -134,7 +137,9 @@ class TblWriter:
         self.header_size = fixed + dtype.itemsize * self.num_samples
         if version == 1 and self.header_size > _U32_MAX:
             raise WriteError(f"{path}: {num_samples} samples need a header_size beyond u32")
-        self.entries = np.zeros(self.num_samples, dtype=dtype)
+        self._entry_dtype, self._index_at = dtype, fixed
+        self.format_counts = np.zeros(256, np.int64)  # samples written, by format code
+        self.compressed = 0  # samples stored as LZ4 blocks
         self.count = 0
         self._pos = self._written_back = self.header_size
         self._any_metadata = False
@@ -177,7 +182,7 @@ class TblWriter:
         first, n = self.count, len(datas)
         if first + n > self.num_samples:
             raise WriteError(f"{self.path}: more samples than the {self.num_samples} declared")
-        e = self.entries[first : first + n]
+        e = np.zeros(n, dtype=self._entry_dtype)
         e["format"] = formats
         raw_sizes = np.fromiter(map(len, datas), dtype=np.int64, count=n)
         if (raw_sizes > _U32_MAX).any():
@@ -196,8 +201,6 @@ class TblWriter:
         e["offset"] = self._pos + np.concatenate(([0], np.cumsum(stored_sizes)[:-1])) if n else 0
         e["size"] = stored_sizes
         self._pos += int(stored_sizes.sum())
-        self.wait()
-        self._pending = self._io.submit(self._write_samples, stored, self._pos)
         if metadata is not None:
             for k, blocks in enumerate(metadata):
                 for kind, payload in blocks:
@@ -205,6 +208,11 @@ class TblWriter:
                     flags[k] |= ENTRY_HAS_METADATA
         if self.version == 2:
             e["flags"] = flags
+        self.wait()
+        self._pending = self._io.submit(self._write_samples, stored, self._pos, e,
+                                        self._index_at + first * e.itemsize)
+        self.format_counts += np.bincount(e["format"], minlength=256)
+        self.compressed += int(np.count_nonzero(flags & ENTRY_COMPRESSED))
         self.count += n
         return first
 
@@ -227,9 +235,12 @@ class TblWriter:
             except OSError as exc:
                 raise WriteError(f"{self.path}: cannot write: {exc}") from exc
 
-    def _write_samples(self, buffers: Sequence[bytes | memoryview], end: int) -> None:
+    def _write_samples(self, buffers: Sequence[bytes | memoryview], end: int, entries: np.ndarray,
+                       entries_at: int) -> None:
         write_all(self._fh.fileno(), buffers)
-        self._start_writeback(end)
+        pwrite_all(self._fh.fileno(), entries.view(np.uint8), entries_at)
+        if self.durable:
+            self._start_writeback(end)
 
     def _start_writeback(self, end: int) -> None:
         """Ask the kernel to start writing the file up to ``end``, so commit's fsync has little left to wait for.
@@ -261,7 +272,7 @@ class TblWriter:
         return bytes(head)
 
     def commit(self) -> str:
-        """Write metadata, index and header; fsync; atomically rename over the target. Returns the path."""
+        """Write metadata, index and header; fsync (when durable); rename over the target. Returns the path."""
         try:
             if self.count != self.num_samples:
                 raise WriteError(f"{self.path}: {self.count} samples written but {self.num_samples} declared")
@@ -272,9 +283,9 @@ class TblWriter:
             fd = self._fh.fileno()
             while chunk := self._meta.read(8 << 20):
                 write_all(fd, [chunk])
-            self._fh.seek(0)
-            write_all(fd, [self._header(meta_size), self.entries.view(np.uint8)])
-            os.fsync(fd)
+            pwrite_all(fd, self._header(meta_size), 0)
+            if self.durable:
+                os.fsync(fd)
             self._fh.close()
             os.replace(self.temp_path, self.path)
         except OSError as exc:
@@ -309,6 +320,14 @@ def write_all(fd: int, buffers: Sequence[bytes | memoryview | np.ndarray]) -> No
         done = os.writev(fd, group)
         if done < sum(map(len, group)):  # e.g. Linux caps one call at about 2 GiB
             _write_rest(fd, group, done)
+
+
+def pwrite_all(fd: int, data: bytes | np.ndarray, offset: int) -> None:
+    """Write ``data`` at ``offset`` (the file position is left alone), finishing any short write."""
+    view = memoryview(data).cast("B")
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
 
 
 def _write_rest(fd: int, group: Sequence[bytes | memoryview | np.ndarray], done: int) -> None:

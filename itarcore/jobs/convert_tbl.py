@@ -7,7 +7,10 @@ and header last and renames the temp file into place. Cancel leaves no output be
 
 Per-member work is numpy over whole batches (formats from the raw name fields, image
 sizes from the mapped headers); payloads go from the mapping to the output as memoryview
-slices, never as Python bytes, so memory stays at one batch of mapped pages.
+slices, never as Python bytes, so memory stays at one batch of mapped pages. Between the
+scan and the copy each shard keeps only its samples' offsets, sizes and formats (17 bytes
+a sample; its names too when they become metadata), and the index goes to the file as it
+is made.
 
 Samples are the members with a TBL sample format (images, video). With
 ``metadata_from="json"`` each sample keeps its member name and stem, plus the contents of
@@ -84,10 +87,15 @@ def convert_tar_to_tbl(
     metadata_from: str | None = None,
     *,
     include_formats: Iterable[str] | None = None,
+    durable: bool = True,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> ConvertResult:
-    """Convert tar shards to one TBL; ``include_formats`` (e.g. {"JPEG"}) keeps only those sample formats."""
+    """Convert tar shards to one TBL; ``include_formats`` (e.g. {"JPEG"}) keeps only those sample formats.
+
+    ``durable=False`` leaves the output in the page cache rather than waiting for the disk
+    (see :class:`~itarcore.formats.tbl_write.TblWriter`).
+    """
     started = time.perf_counter()
     paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     output = os.fspath(output)
@@ -108,22 +116,19 @@ def convert_tar_to_tbl(
         if os.path.abspath(p) == os.path.abspath(output):
             raise WriteError(f"convert: output {output} is also an input")
 
-    scans = []
+    plans = []
     for p in paths:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        scan = scan_tar(p, cancel=cancel)
-        codes = sample_formats(scan)
-        keep = codes != 0 if wanted is None else np.isin(codes, list(wanted))
-        scans.append((p, scan, codes, np.flatnonzero(keep)))
-    total = sum(len(rows) for *_, rows in scans)
+        plans.append(_plan(p, scan_tar(p, cancel=cancel), wanted, keep_scan=metadata_from is not None))
+    total = sum(len(plan.rows) for plan in plans)
     result = ConvertResult(output, version, total)
     reporter = ProgressReporter(progress, total, "samples", cancel)
-    writer = TblWriter(output, total, version=version, lz4=lz4)
+    writer = TblWriter(output, total, version=version, lz4=lz4, durable=durable)
     try:
-        for path, scan, codes, rows in scans:
-            used_sidecars = _convert_one(writer, path, scan, codes, rows, metadata_from, reporter, result)
-            result.skipped += scan.n_members - len(rows) - used_sidecars
+        for plan in plans:
+            used_sidecars = _convert_one(writer, plan, metadata_from, reporter, result)
+            result.skipped += plan.n_members - len(plan.rows) - used_sidecars
         if cancel is not None:  # the last chance to stop before the output appears
             cancel.raise_if_cancelled()
         writer.commit()
@@ -131,12 +136,31 @@ def convert_tar_to_tbl(
         writer.abort()
         raise
     reporter.finish()
-    result.compressed = int(np.count_nonzero(writer.entries["flags"] & 1)) if version == 2 else 0
+    result.compressed = writer.compressed
     result.bytes_out = os.path.getsize(output)
     result.seconds = time.perf_counter() - started
-    counts = np.bincount(writer.entries["format"], minlength=len(FORMAT_NAMES))
-    result.formats = {FORMAT_NAMES[k]: int(c) for k, c in enumerate(counts) if c}
+    result.formats = {FORMAT_NAMES[k]: int(c) for k, c in enumerate(writer.format_counts[: len(FORMAT_NAMES)]) if c}
     return result
+
+
+@dataclass
+class _ShardPlan:
+    """What the copy needs of one scanned shard: its samples' rows, payload offsets, sizes and formats."""
+
+    path: str
+    n_members: int
+    rows: np.ndarray  # member rows of the samples, in archive order
+    starts: np.ndarray  # int64 payload offsets
+    lengths: np.ndarray  # int64 payload sizes
+    codes: np.ndarray  # uint8 TBL format codes
+    scan: TarScan | None  # kept only when names become metadata
+
+
+def _plan(path: str, scan: TarScan, wanted: set[int] | None, keep_scan: bool) -> _ShardPlan:
+    codes = sample_formats(scan)
+    rows = np.flatnonzero(codes != 0 if wanted is None else np.isin(codes, list(wanted)))
+    return _ShardPlan(path, scan.n_members, rows, scan.data_offsets[rows], scan.sizes[rows].astype(np.int64),
+                      codes[rows], scan if keep_scan else None)
 
 
 def sample_formats(scan: TarScan) -> np.ndarray:
@@ -157,16 +181,16 @@ def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
-def _convert_one(writer: TblWriter, path: str, scan: TarScan, codes: np.ndarray, rows: np.ndarray,
-                 metadata_from: str | None, reporter: ProgressReporter, result: ConvertResult) -> int:
-    if not len(rows):
+def _convert_one(writer: TblWriter, plan: _ShardPlan, metadata_from: str | None, reporter: ProgressReporter,
+                 result: ConvertResult) -> int:
+    if not len(plan.rows):
         return 0
-    with open(path, "rb") as fh:
+    with open(plan.path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        names = scan.names if metadata_from else None
-        sidecars, used = _read_sidecars(mm, scan, names, codes) if names is not None else ({}, 0)
-        _copy_samples(writer, mm, path, scan, codes, rows, names, sidecars, reporter, result)
+        names = plan.scan.names if metadata_from and plan.scan is not None else None
+        sidecars, used = _read_sidecars(mm, plan.scan, names) if names is not None else ({}, 0)
+        _copy_samples(writer, mm, plan, names, sidecars, reporter, result)
     finally:
         try:
             mm.close()
@@ -175,11 +199,11 @@ def _convert_one(writer: TblWriter, path: str, scan: TarScan, codes: np.ndarray,
     return used
 
 
-def _read_sidecars(mm: mmap.mmap, scan: TarScan, names: list[str], codes: np.ndarray,
-                   ) -> tuple[dict[str, dict[str, Any]], int]:
+def _read_sidecars(mm: mmap.mmap, scan: TarScan, names: list[str]) -> tuple[dict[str, dict[str, Any]], int]:
     """Sidecar contents by sample key, and how many members were used as sidecars."""
     sidecars: dict[str, dict[str, Any]] = {}
     used = 0
+    codes = sample_formats(scan)
     offsets, sizes = scan.data_offsets.tolist(), scan.sizes.tolist()
     for row, name in enumerate(names):
         key, _, ext = split_key(name)
@@ -211,27 +235,23 @@ def _batches(sizes: np.ndarray) -> Iterator[slice]:
         start = stop
 
 
-def _copy_samples(writer: TblWriter, mm: mmap.mmap, path: str, scan: TarScan, codes: np.ndarray, rows: np.ndarray,
-                  names: list[str] | None, sidecars: dict[str, dict[str, Any]], reporter: ProgressReporter,
-                  result: ConvertResult) -> None:
-    shard = os.path.basename(path)
-    starts = scan.data_offsets[rows].astype(np.int64)
-    lengths = scan.sizes[rows].astype(np.int64)
+def _copy_samples(writer: TblWriter, mm: mmap.mmap, plan: _ShardPlan, names: list[str] | None,
+                  sidecars: dict[str, dict[str, Any]], reporter: ProgressReporter, result: ConvertResult) -> None:
+    shard = os.path.basename(plan.path)
     whole, buf = memoryview(mm), np.frombuffer(mm, np.uint8)  # released on return, before the map closes
-    written_to = int(starts[0])
-    for part in _batches(lengths):
-        batch, o, s = rows[part], starts[part], lengths[part]
+    written_to = int(plan.starts[0])
+    for part in _batches(plan.lengths):
+        batch, o, s, codes = plan.rows[part], plan.starts[part], plan.lengths[part], plan.codes[part]
         views = [whole[a:b] for a, b in zip(o.tolist(), (o + s).tolist())]
         widths = heights = None
         if writer.version == 2:
-            widths, heights = image_dims(buf, o, s, codes[batch])
+            widths, heights = image_dims(buf, o, s, codes)
         meta = _metadata(names, batch, shard, sidecars) if names is not None else None
-        writer.add_batch(views, codes[batch], widths, heights, meta)  # returns when the batch before is written
+        writer.add_batch(views, codes, widths, heights, meta)  # returns when the batch before is written
         del views
         _drop_pages(mm, written_to, int(o[0]))
         written_to = int(o[0])
         result.bytes_in += int(s.sum())
         last = int(batch[-1])
-        reporter.update(reporter.done + len(batch),
-                        current=names[last] if names is not None else decode_name(scan.name_bytes(last)))
+        reporter.update(reporter.done + len(batch), current=names[last] if names is not None else shard)
     writer.wait()  # the map closes after this

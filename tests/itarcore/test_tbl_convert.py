@@ -184,6 +184,25 @@ def test_convert_disk_error_is_a_write_error_and_leaves_nothing(tmp_path, monkey
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("durable", [True, False])
+def test_convert_fsyncs_the_output_only_when_durable(tmp_path, monkeypatch, durable, capsys):
+    """Same bytes either way; fsync before the rename only when durable (the default), and the CLI's --no-fsync."""
+    from itarcore.formats import tbl_write
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(tbl_write.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                            real_fsync(fd)))
+    convert_tar_to_tbl(IMAGES, tmp_path / "a.tbl", durable=durable)
+    assert (tmp_path / "a.tbl").read_bytes() == (DATA / "tbl" / "v2_plain.tbl").read_bytes()
+    assert [os.path.basename(p) for p in synced] == ([f".a.tbl.tmp-{os.getpid()}"] if durable else [])
+    synced.clear()
+    argv = ["convert", "tar-to-tbl", str(IMAGES), str(tmp_path / "b.tbl")] + ([] if durable else ["--no-fsync"])
+    assert run_cli(monkeypatch, capsys, *argv)[0] == 0
+    assert (tmp_path / "b.tbl").read_bytes() == (DATA / "tbl" / "v2_plain.tbl").read_bytes()
+    assert len(synced) == (1 if durable else 0)
+
+
 # -- Document -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["v1_from_v1code.tbl", "v1_independent.tbl", "v2_plain.tbl", "v2_lz4_meta.tbl",
                                   "v2_empty.tbl"])
