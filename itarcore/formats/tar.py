@@ -117,13 +117,14 @@ def scan_tar(
 
 
 def crop_names(fields: np.ndarray) -> np.ndarray:
-    """A compact copy of (n, 100) name fields without the columns that are NUL in every row.
+    """(n, 100) name fields without the columns that are NUL in every row (a compact copy, or the input if compact).
 
     Names are usually a fraction of the 100-byte field; this keeps the scan's memory per
     member small. Every name still ends at its first NUL or at the end of the row.
     """
     used = np.flatnonzero(fields.any(axis=0))
-    return fields[:, : used[-1] + 1 if len(used) else 0].copy()
+    width = used[-1] + 1 if len(used) else 0
+    return fields if width == fields.shape[1] and fields.flags.c_contiguous else fields[:, :width].copy()
 
 
 def _stack_names(parts: list[np.ndarray]) -> np.ndarray:
@@ -153,7 +154,8 @@ class _Candidates:
     """Compact copies of the fields of every block that looks like a header."""
 
     blocks: np.ndarray  # block numbers
-    size_fields: np.ndarray  # (n, 12)
+    sizes: np.ndarray  # int64, from octal or base-256 size fields
+    size_ok: np.ndarray  # bool: the size field is a number
     checksum_ok: np.ndarray  # bool: the stored checksum matches the header bytes
     typeflags: np.ndarray
     names: np.ndarray  # (n, w): cropped name fields
@@ -177,9 +179,17 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReport
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)  # after a cancel or an error: chunks not begun never run
-    blocks_, sizes, checks, flags, names, prefixed = zip(*parts)
-    return _Candidates(np.concatenate(blocks_), np.concatenate(sizes), np.concatenate(checks), np.concatenate(flags),
-                       _stack_names(list(names)), np.concatenate(prefixed))
+    columns = [list(column) for column in zip(*parts)]
+    del parts
+    fields = []
+    for i, column in enumerate(columns):  # one field at a time, its chunk parts freed as it is joined
+        columns[i] = None
+        fields.append(_stack_names(column) if i == _NAMES_FIELD else np.concatenate(column))
+        del column
+    return _Candidates(*fields)
+
+
+_NAMES_FIELD = 5  # position of names among _Candidates' fields
 
 
 def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
@@ -190,8 +200,12 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
     if len(hits):
         hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
     headers = part[hits]
+    sizes, size_ok = parse_octal_columns(headers[:, 124:136])
+    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256 (never raises)
+        sizes[i] = parse_number(bytes(headers[i, 124:136]), "", "size", 0)
+        size_ok[i] = sizes[i] >= 0
     # copies, not views: a view of a column would keep every whole 512-byte header alive
-    fields = (hits + start, headers[:, 124:136].copy(), checksums_ok(headers), headers[:, 156].copy(),
+    fields = (hits + start, sizes, size_ok, checksums_ok(headers), headers[:, 156].copy(),
               crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
     del headers, part
     if hasattr(mmap, "MADV_DONTNEED"):
@@ -212,13 +226,13 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: Progres
     cand = found.blocks
     if len(cand) == 0 or cand[0] != 0:
         return None
-    sizes, ok = parse_octal_columns(found.size_fields)
-    for i in np.flatnonzero(found.size_fields[:, 0] & 0x80):
-        sizes[i] = parse_number(bytes(found.size_fields[i]), path, "size", int(cand[i]) * BLOCK + 124)
-        ok[i] = sizes[i] >= 0
-    if not ok.all():
+    sizes = found.sizes
+    if not found.size_ok.all():
         return None  # let the sequential walk name the bad field precisely
-    ends = cand * BLOCK + BLOCK + ((sizes + BLOCK - 1) // BLOCK) * BLOCK
+    ends = sizes + (BLOCK - 1)  # in place from here: one member-sized temporary, not four
+    ends //= BLOCK
+    ends += cand + 1
+    ends *= BLOCK
     if len(cand) > 1 and not np.array_equal(ends[:-1], cand[1:] * BLOCK):
         return None
     end = int(ends[-1])
@@ -232,7 +246,10 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: Progres
         off = int(cand[bad[0]]) * BLOCK
         stored, unsigned = checksum_values(bytes(mm[off : off + BLOCK]))
         raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch", expected=unsigned, found=stored)
+    del ends
     regular = np.isin(found.typeflags, _REGULAR)
+    if regular.all():  # the usual shard: no copies
+        return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names, found.posix_prefix, end)
     return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names[regular],
                         found.posix_prefix[regular], end)
 
@@ -279,12 +296,12 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
     """A TarScan from every record's header block, size and type (and the regular ones' name fields)."""
     regular = np.isin(typeflags, _REGULAR)
     special = np.flatnonzero(~regular)
-    reg_idx = header_blocks[regular]
+    reg_idx = header_blocks if not len(special) else header_blocks[regular]
     scan = TarScan(
         path=path,
         file_size=file_size,
         header_offsets=reg_idx.astype(np.int64) * BLOCK,
-        sizes=sizes[regular],
+        sizes=sizes if not len(special) else sizes[regular],
         name_fields=crop_names(reg_names),
         end_offset=end,
         skipped=len(special),

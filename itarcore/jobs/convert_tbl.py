@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import WriteError
-from ..formats.tar import TarScan, decode_name, scan_tar
+from ..formats.tar import BLOCK, TarScan, decode_name, scan_tar
 from ..formats.tbl import FORMAT_CODES, FORMAT_NAMES
 from ..formats.tbl_dims import image_dims
 from ..formats.tbl_write import TblWriter, format_for_name, formats_for_name_fields
@@ -121,14 +121,14 @@ def convert_tar_to_tbl(
         if cancel is not None:
             cancel.raise_if_cancelled()
         plans.append(_plan(p, scan_tar(p, cancel=cancel), wanted, keep_scan=metadata_from is not None))
-    total = sum(len(plan.rows) for plan in plans)
+    total = sum(plan.n_samples for plan in plans)
     result = ConvertResult(output, version, total)
     reporter = ProgressReporter(progress, total, "samples", cancel)
     writer = TblWriter(output, total, version=version, lz4=lz4, durable=durable)
     try:
         for plan in plans:
             used_sidecars = _convert_one(writer, plan, metadata_from, reporter, result)
-            result.skipped += plan.n_members - len(plan.rows) - used_sidecars
+            result.skipped += plan.n_members - plan.n_samples - used_sidecars
         if cancel is not None:  # the last chance to stop before the output appears
             cancel.raise_if_cancelled()
         writer.commit()
@@ -149,18 +149,27 @@ class _ShardPlan:
 
     path: str
     n_members: int
-    rows: np.ndarray  # member rows of the samples, in archive order
-    starts: np.ndarray  # int64 payload offsets
+    starts: np.ndarray  # int64 payload offsets of the samples, in archive order
     lengths: np.ndarray  # int64 payload sizes
     codes: np.ndarray  # uint8 TBL format codes
-    scan: TarScan | None  # kept only when names become metadata
+    rows: np.ndarray | None = None  # the samples' member rows and the scan: kept only when names become metadata
+    scan: TarScan | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.starts)
 
 
 def _plan(path: str, scan: TarScan, wanted: set[int] | None, keep_scan: bool) -> _ShardPlan:
     codes = sample_formats(scan)
-    rows = np.flatnonzero(codes != 0 if wanted is None else np.isin(codes, list(wanted)))
-    return _ShardPlan(path, scan.n_members, rows, scan.data_offsets[rows], scan.sizes[rows].astype(np.int64),
-                      codes[rows], scan if keep_scan else None)
+    keep = codes != 0 if wanted is None else np.isin(codes, list(wanted))
+    if keep.all():  # the usual shard: every member is a sample, so no gathers
+        starts, lengths, rows = scan.header_offsets + BLOCK, scan.sizes, np.arange(len(codes))
+    else:
+        rows = np.flatnonzero(keep)
+        starts, lengths, codes = scan.header_offsets[rows] + BLOCK, scan.sizes[rows], codes[rows]
+    return _ShardPlan(path, scan.n_members, starts, lengths.astype(np.int64, copy=False), codes,
+                      rows if keep_scan else None, scan if keep_scan else None)
 
 
 def sample_formats(scan: TarScan) -> np.ndarray:
@@ -183,12 +192,12 @@ def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
 
 def _convert_one(writer: TblWriter, plan: _ShardPlan, metadata_from: str | None, reporter: ProgressReporter,
                  result: ConvertResult) -> int:
-    if not len(plan.rows):
+    if not plan.n_samples:
         return 0
     with open(plan.path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        names = plan.scan.names if metadata_from and plan.scan is not None else None
+        names = plan.scan.names if plan.scan is not None else None
         sidecars, used = _read_sidecars(mm, plan.scan, names) if names is not None else ({}, 0)
         _copy_samples(writer, mm, plan, names, sidecars, reporter, result)
     finally:
@@ -241,17 +250,17 @@ def _copy_samples(writer: TblWriter, mm: mmap.mmap, plan: _ShardPlan, names: lis
     whole, buf = memoryview(mm), np.frombuffer(mm, np.uint8)  # released on return, before the map closes
     written_to = int(plan.starts[0])
     for part in _batches(plan.lengths):
-        batch, o, s, codes = plan.rows[part], plan.starts[part], plan.lengths[part], plan.codes[part]
+        o, s, codes = plan.starts[part], plan.lengths[part], plan.codes[part]
         views = [whole[a:b] for a, b in zip(o.tolist(), (o + s).tolist())]
         widths = heights = None
         if writer.version == 2:
             widths, heights = image_dims(buf, o, s, codes)
-        meta = _metadata(names, batch, shard, sidecars) if names is not None else None
+        meta = _metadata(names, plan.rows[part], shard, sidecars) if names is not None else None
         writer.add_batch(views, codes, widths, heights, meta)  # returns when the batch before is written
         del views
         _drop_pages(mm, written_to, int(o[0]))
         written_to = int(o[0])
         result.bytes_in += int(s.sum())
-        last = int(batch[-1])
-        reporter.update(reporter.done + len(batch), current=names[last] if names is not None else shard)
+        current = names[int(plan.rows[part][-1])] if names is not None else shard
+        reporter.update(reporter.done + len(s), current=current)
     writer.wait()  # the map closes after this
