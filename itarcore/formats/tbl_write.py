@@ -141,7 +141,7 @@ class TblWriter:
         self.format_counts = np.zeros(256, np.int64)  # samples written, by format code
         self.compressed = 0  # samples stored as LZ4 blocks
         self.count = 0
-        self._pos = self._written_back = self.header_size
+        self._pos = self._written_back = self._step_before = self.header_size
         self._any_metadata = False
         self._meta = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - kept until commit; small: RAM; large: disk
         self.temp_path = temp_path_for(self.path)
@@ -239,18 +239,20 @@ class TblWriter:
                        entries_at: int) -> None:
         write_all(self._fh.fileno(), buffers)
         pwrite_all(self._fh.fileno(), entries.view(np.uint8), entries_at)
-        if self.durable:
-            self._start_writeback(end)
+        self._start_writeback(end)
 
     def _start_writeback(self, end: int) -> None:
         """Ask the kernel to start writing the file up to ``end``, so commit's fsync has little left to wait for.
 
-        POSIX_FADV_DONTNEED starts writeback of dirty pages without waiting for it; pages still
-        being written stay cached.
+        Done when not durable too: a large output then neither piles up dirty pages nor
+        pushes other files out of the page cache, and the writer reuses the pages it freed.
+
+        POSIX_FADV_DONTNEED starts writeback of dirty pages without waiting for it and drops
+        clean ones; so each request also covers the step before, written back by now.
         """
         if end - self._written_back >= _WRITEBACK_STEP and hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(self._fh.fileno(), self._written_back, end - self._written_back, os.POSIX_FADV_DONTNEED)
-            self._written_back = end
+            os.posix_fadvise(self._fh.fileno(), self._step_before, end - self._step_before, os.POSIX_FADV_DONTNEED)
+            self._step_before, self._written_back = self._written_back, end
 
     def _add_metadata(self, index: int, kind: int | str, payload: bytes) -> None:
         if self.version == 1:
