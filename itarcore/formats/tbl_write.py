@@ -3,10 +3,10 @@
 The number of samples is given up front, so the data region starts at the known
 ``header_size`` and samples stream straight to disk, each batch's index entries to their
 place in the index region (so memory does not grow with the sample count); the header is
-written last, then the temp file ``.<name>.tmp-<pid>`` is fsynced and
-renamed over the target (``durable=False`` skips the fsync: the rename is still atomic for
-other readers, but a power cut soon after may leave an empty or partial file). v2 samples are LZ4-compressed (when asked) only when that makes
-them smaller, like turboloader's own writer.
+written last, then the temp file ``.<name>.tmp-<pid>`` is fsynced and renamed over the
+target. ``durable=False`` skips the fsync: the rename is still atomic for other readers,
+but a power cut soon after may leave an empty or partial file. v2 samples are
+LZ4-compressed (when asked) only when that makes them smaller, like turboloader's own writer.
 """
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def convert_tar_to_tbl(
     writer = TblWriter(output, total, version=version, lz4=lz4, durable=durable)
     try:
         for plan in plans:
-            used_sidecars = _convert_one(writer, plan, metadata_from, reporter, result)
+            used_sidecars = _convert_one(writer, plan, reporter, result)
             result.skipped += plan.n_members - plan.n_samples - used_sidecars
         if cancel is not None:  # the last chance to stop before the output appears
             cancel.raise_if_cancelled()
@@ -145,7 +145,7 @@ def convert_tar_to_tbl(
 
 @dataclass
 class _ShardPlan:
-    """What the copy needs of one scanned shard: its samples' rows, payload offsets, sizes and formats."""
+    """What the copy needs of one scanned shard: its samples' payload offsets, sizes and formats."""
 
     path: str
     n_members: int
@@ -164,12 +164,15 @@ def _plan(path: str, scan: TarScan, wanted: set[int] | None, keep_scan: bool) ->
     codes = sample_formats(scan)
     keep = codes != 0 if wanted is None else np.isin(codes, list(wanted))
     if keep.all():  # the usual shard: every member is a sample, so no gathers
-        starts, lengths, rows = scan.header_offsets + BLOCK, scan.sizes, np.arange(len(codes))
+        rows = None
+        starts, lengths = scan.header_offsets + BLOCK, scan.sizes
     else:
         rows = np.flatnonzero(keep)
         starts, lengths, codes = scan.header_offsets[rows] + BLOCK, scan.sizes[rows], codes[rows]
-    return _ShardPlan(path, scan.n_members, starts, lengths.astype(np.int64, copy=False), codes,
-                      rows if keep_scan else None, scan if keep_scan else None)
+    if not keep_scan:
+        return _ShardPlan(path, scan.n_members, starts, lengths.astype(np.int64, copy=False), codes)
+    rows = np.arange(len(codes)) if rows is None else rows
+    return _ShardPlan(path, scan.n_members, starts, lengths.astype(np.int64, copy=False), codes, rows, scan)
 
 
 def sample_formats(scan: TarScan) -> np.ndarray:
@@ -190,8 +193,7 @@ def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
-def _convert_one(writer: TblWriter, plan: _ShardPlan, metadata_from: str | None, reporter: ProgressReporter,
-                 result: ConvertResult) -> int:
+def _convert_one(writer: TblWriter, plan: _ShardPlan, reporter: ProgressReporter, result: ConvertResult) -> int:
     if not plan.n_samples:
         return 0
     with open(plan.path, "rb") as fh:
