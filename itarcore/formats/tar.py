@@ -124,7 +124,8 @@ def crop_names(fields: np.ndarray) -> np.ndarray:
     """
     used = np.flatnonzero(fields.any(axis=0))
     width = used[-1] + 1 if len(used) else 0
-    return fields if width == fields.shape[1] and fields.flags.c_contiguous else fields[:, :width].copy()
+    compact = width == fields.shape[1] and fields.flags.c_contiguous and fields.base is None  # its own memory
+    return fields if compact else fields[:, :width].copy()
 
 
 def _stack_names(parts: list[np.ndarray]) -> np.ndarray:
@@ -201,9 +202,10 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
         hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
     headers = part[hits]
     sizes, size_ok = parse_octal_columns(headers[:, 124:136])
-    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256 (never raises)
-        sizes[i] = parse_number(bytes(headers[i, 124:136]), "", "size", 0)
-        size_ok[i] = sizes[i] >= 0
+    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256 (which never raises)
+        value = parse_number(bytes(headers[i, 124:136]), "", "size", 0)
+        # a negative or huge size (a look-alike in a payload): not a size, so the sequential walk decides
+        sizes[i], size_ok[i] = (value, True) if 0 <= value < 1 << 63 else (0, False)
     # copies, not views: a view of a column would keep every whole 512-byte header alive
     fields = (hits + start, sizes, size_ok, checksums_ok(headers), headers[:, 156].copy(),
               crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
@@ -301,7 +303,7 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
         path=path,
         file_size=file_size,
         header_offsets=reg_idx.astype(np.int64) * BLOCK,
-        sizes=sizes if not len(special) else sizes[regular],
+        sizes=sizes if not len(special) and sizes.base is None else sizes[regular],  # not a view of a bigger buffer
         name_fields=crop_names(reg_names),
         end_offset=end,
         skipped=len(special),

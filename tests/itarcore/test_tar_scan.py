@@ -198,3 +198,28 @@ def test_name_fields_are_cropped_but_full_100_byte_names_survive(tmp_path: Path)
     assert scan.name_fields.shape[1] == 100
     assert scan.names == [m.name for m in tarfile_truth(full)] == names
     assert shard_members(full).stem_lengths.tolist() == [96, 1]
+
+
+def test_ustar_lookalike_with_a_huge_base256_size_falls_back(tmp_path: Path, scan_route: str) -> None:
+    """A payload block that looks like a header with a base-256 size beyond int64 is data, not an error."""
+    fake = bytearray(512)
+    fake[124:136] = b"\x80" + b"\xff" * 11
+    fake[257:263] = b"ustar\0"
+    path = tmp_path / "t.tar"
+    with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in (("a.bin", bytes(fake) * 2), ("b.jpg", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    scan = scan_tar(path)
+    assert scan.names == [m.name for m in tarfile_truth(path)] == ["a.bin", "b.jpg"]
+    assert scan.sizes.tolist() == [1024, 1]
+
+
+def test_scan_arrays_own_their_memory(tmp_path: Path) -> None:
+    """No array of a scan is a view into a larger work buffer or a read-only bytes object."""
+    path = tmp_path / "t.tar"
+    make_tar(path, tarfile.GNU_FORMAT, ["n" * 100, "b.jpg"], extras=False)  # one name fills the whole field
+    scan = scan_tar(path)
+    for array in (scan.header_offsets, scan.sizes, scan.name_fields):
+        assert array.flags.owndata and array.flags.writeable
