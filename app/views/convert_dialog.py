@@ -67,6 +67,10 @@ class ConvertDialog(QDialog):
         self.v2.toggled.connect(self._version_changed)
         self.lz4 = QCheckBox("LZ4-compress samples (kept only where smaller)")
         self.metadata = QCheckBox("Keep names and .json/.cls/.txt sidecars as JSON metadata")
+        self.durable = QCheckBox("Finish only once the file is on disk (safe if the power fails right after)")
+        self.durable.setChecked(True)
+        self.durable.setToolTip("Unchecked, the conversion ends as soon as the file is complete in memory and the "
+                                "system writes it to disk shortly after: faster on slow disks.")
         form = QFormLayout()
         form.addRow("Input tars:", in_row)
         form.addRow("Output:", out_row)
@@ -74,6 +78,7 @@ class ConvertDialog(QDialog):
         form.addRow("", self.v1)
         form.addRow("Options:", self.lz4)
         form.addRow("", self.metadata)
+        form.addRow("", self.durable)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m samples")
         self.rate = QLabel("")
@@ -91,7 +96,7 @@ class ConvertDialog(QDialog):
         layout.addWidget(self.progress)
         layout.addLayout(buttons)
         self.progress.setVisible(False)
-        self.resize(620, 360)
+        self.resize(620, 380)
 
     # -- inputs -------------------------------------------------------------------------------
     def add_inputs(self, paths: list[str]) -> None:
@@ -134,7 +139,8 @@ class ConvertDialog(QDialog):
         self.convert_button.setEnabled(False)
         self.cancel_button.setText("Cancel")
         worker = JobWorker(convert_tar_to_tbl, inputs, output, version=2 if self.v2.isChecked() else 1,
-                           lz4=self.lz4.isChecked(), metadata_from="json" if self.metadata.isChecked() else None)
+                           lz4=self.lz4.isChecked(), metadata_from="json" if self.metadata.isChecked() else None,
+                           durable=self.durable.isChecked())
         worker.progressed.connect(self._on_progress)
         worker.returned.connect(self._on_result)
         worker.errored.connect(self._on_error)
@@ -153,8 +159,10 @@ class ConvertDialog(QDialog):
     def _on_progress(self, p: Progress) -> None:
         self.progress.setRange(0, max(1, p.total))
         self.progress.setValue(p.done)
+        self.progress.setFormat(f"{p.done:,} / {p.total:,} samples")  # %v / %m has no thousands separators
         eta = p.eta_seconds
-        self.rate.setText(f"{p.rate:,.0f} samples/s" + (f", about {eta:.0f} s left" if eta else ""))
+        shard = f"{os.path.basename(p.current)}: " if p.current and self.inputs.count() > 1 else ""
+        self.rate.setText(f"{shard}{p.rate:,.0f} samples/s" + (f", about {eta:.0f} s left" if eta else ""))
 
     def _on_result(self, result: ConvertResult) -> None:
         self.result = result

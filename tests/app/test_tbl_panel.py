@@ -19,6 +19,7 @@ from itarcore.decoders import decode
 from itarcore.document import open_document
 from itarcore.formats.tbl import TblFile
 from itarcore.jobs import convert_tar_to_tbl
+from itarcore.progress import Progress
 
 DATA = Path(__file__).parents[1] / "data" / "tbl"
 FIXTURES = ["v1_from_v1code.tbl", "v1_independent.tbl", "v2_plain.tbl", "v2_lz4_meta.tbl", "v2_empty.tbl"]
@@ -127,3 +128,38 @@ def test_convert_dialog_shows_errors(qtbot, tmp_path):
     qtbot.waitUntil(lambda: dialog.worker is None)
     assert "cut.tar" in str(sig.args[0]) and dialog.message_box.objectName() == "errorDialog"
     assert sorted(os.listdir(tmp_path)) == ["cut.tar"]
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_convert_dialog_waits_for_the_disk_unless_told_not_to(qtbot, tmp_path, monkeypatch, durable):
+    from itarcore.formats import tbl_write
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(tbl_write.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    dialog = ConvertDialog()
+    qtbot.addWidget(dialog)
+    dialog.add_inputs([str(DATA / "images.tar")])
+    dialog.output.setText(str(tmp_path / "out.tbl"))
+    assert dialog.durable.isChecked()  # the safe choice is the default
+    dialog.durable.setChecked(durable)
+    with qtbot.waitSignal(dialog.conversionDone, timeout=20_000):
+        qtbot.mouseClick(dialog.convert_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.worker is None)
+    assert (tmp_path / "out.tbl").read_bytes() == (DATA / "v2_plain.tbl").read_bytes()
+    assert len(synced) == (1 if durable else 0)
+
+
+def test_convert_dialog_names_the_shard_in_progress_when_there_are_several(qtbot, tmp_path):
+    dialog = ConvertDialog()
+    qtbot.addWidget(dialog)
+    dialog.add_inputs([str(tmp_path / "train_0000.tar")])
+    report = Progress(5, 10, "samples", current=str(tmp_path / "train_0001.tar"), rate=1234.0)
+    dialog._on_progress(report)
+    assert dialog.rate.text().startswith("1,234 samples/s")  # one input: no shard to name
+    dialog.add_inputs([str(tmp_path / "train_0001.tar")])
+    dialog._on_progress(report)
+    assert dialog.rate.text().startswith("train_0001.tar: 1,234 samples/s")
+    assert dialog.progress.text() == "5 / 10 samples"
+    dialog._on_progress(Progress(41_234, 150_000, "samples", rate=1.0))
+    assert dialog.progress.text() == "41,234 / 150,000 samples"
