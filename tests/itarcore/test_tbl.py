@@ -399,3 +399,21 @@ def test_corrupt_lz4_block_and_metadata(tmp_path):
                    lambda r: r.__setitem__(slice(first_meta + 8, first_meta + 12), struct.pack("<I", meta_end)))
     with pytest.raises(TruncatedError, match="metadata len"):
         TblFile(path)
+
+
+def test_mislabelled_images_get_pillows_size_and_non_images_skip_pillow(monkeypatch):
+    """A PNG or GIF named .jpg still gets its size; bytes no still-image format starts with never reach Pillow."""
+    png, gif = image_bytes("PNG", (21, 13)), image_bytes("GIF", (8, 5))
+    ppm = image_bytes("PPM", (6, 7))  # an exotic format: sized when its name says nothing, not as a "JPEG"
+    noise = np.random.default_rng(5).integers(0, 256, 4000, dtype=np.uint8)
+    noise[0] = ord("x")  # not a first byte of any still-image format
+    samples = [(png, 1), (gif, 1), (ppm, 1), (ppm, 0), (noise.tobytes(), 1), (b"", 1)]
+    expected = [(21, 13), (8, 5), (0, 0), (6, 7), (0, 0), (0, 0)]
+    assert [image_size(d, c) for d, c in samples] == expected == dims_of(samples)
+    asked = []
+    real = tbl_dims.pil_size
+    monkeypatch.setattr(tbl_dims, "pil_size", lambda data, formats=None: (asked.append(bytes(data[:1])),
+                                                                          real(data, formats))[1])
+    assert image_size(noise.tobytes(), 1) == (0, 0) and dims_of([(noise.tobytes(), 1)] * 50) == [(0, 0)] * 50
+    assert asked == []
+    assert dims_of([(png, 1)]) == [(21, 13)] and asked == [b"\x89"]
