@@ -45,7 +45,7 @@ def atomic_write(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     target = Path(target)
     remove_stale_temps(target)
     tmp = temp_path_for(target)
-    fh = open(tmp, "wb")
+    fh = open(tmp, "wb")  # noqa: SIM115 - yielded open; closed or removed below
     try:
         yield fh
         fh.flush()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xxhash
@@ -24,6 +25,9 @@ from .formats.tar_fields import BLOCK, header_checksum_ok
 from .formats.taridx import TaridxIndex, read_taridx
 from .indexer import split_name
 from .progress import CancelToken, ProgressCallback, ProgressReporter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _NAME_CACHE_LIMIT = 1 << 20
 
@@ -195,7 +199,7 @@ class Dataset:
             try:
                 scan = scan_tar(self._shards[fid])
                 names = {int(scan.header_offsets[r]): full for r, full in scan.full_names.items()}
-            except Exception:  # a damaged shard still shows the names its headers hold
+            except Exception:  # noqa: BLE001 - a damaged shard still shows the names its headers hold
                 names = {}
             self._long_names[fid] = names
         return names
@@ -324,7 +328,7 @@ class Dataset:
         self._maps.clear()
         self.index.close()
 
-    def __enter__(self) -> Dataset:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -58,7 +58,7 @@ def decode_image(data: bytes, meta: dict | None = None) -> Decoded:
         raise DecodeError(f"image refused by Pillow's decompression-bomb guard: {exc}") from None
     except UnidentifiedImageError:
         raise DecodeError(f"not a recognised image ({len(data):,} bytes starting {bytes(data[:8]).hex(' ')})") from None
-    except Exception as exc:  # Pillow raises many types for bad data
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for bad data
         raise DecodeError(f"not a decodable image: {exc}") from None
     return Decoded("image", img, _describe_image(img))
 
@@ -112,7 +112,7 @@ def decode_npy(data: bytes, meta: dict | None = None) -> Decoded:
         arr = np.load(io.BytesIO(bytes(data)), allow_pickle=False)
     except ValueError as exc:
         raise DecodeError(f"not a plain .npy array (object arrays are refused): {exc}") from None
-    except Exception as exc:  # numpy raises several types for bad headers
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad headers
         raise DecodeError(f"not a .npy array: {exc}") from None
     return Decoded("array", arr, _describe_array(arr))
 
@@ -121,7 +121,7 @@ def _png_channels(data: bytes) -> np.ndarray:
     try:
         img = Image.open(io.BytesIO(data))
         img.load()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for bad data
         raise DecodeError(f"segmentation mask is not a PNG: {exc}") from None
     return np.asarray(img)
 
@@ -195,7 +195,7 @@ def decode_mat(data: bytes, meta: dict | None = None) -> Decoded:
         raise DecodeError("MATLAB files need scipy: pip install 'itar-browser[mat]'") from None
     try:
         content = loadmat(io.BytesIO(bytes(data)))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - scipy raises many types for bad files
         raise DecodeError(f"not a MATLAB file: {exc}") from None
     arrays = {k: v for k, v in content.items() if not k.startswith("__")}
     if len(arrays) == 1:
@@ -211,7 +211,7 @@ def decode_pickle(data: bytes, meta: dict | None = None) -> Decoded:
     try:
         pickletools.dis(bytes(data), out=out)
         text = out.getvalue()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any opcode error ends the listing
         text = out.getvalue() + f"\n(disassembly stopped: {exc})"
     return Decoded("pickle", text, f"pickle, {len(data):,} bytes (shown as opcodes, never unpickled)")
 
@@ -227,7 +227,7 @@ def decode_parquet(data: bytes, meta: dict | None = None, max_rows: int = 50) ->
     try:
         pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
         table = pf.read_row_groups(list(range(min(pf.num_row_groups, 4)))).slice(0, max_rows)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
         raise DecodeError(f"not a readable parquet file: {exc}") from None
     value = {"schema": str(pf.schema_arrow), "rows": table.to_pylist(), "num_rows": pf.metadata.num_rows,
              "columns": table.column_names}

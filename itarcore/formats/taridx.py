@@ -12,12 +12,16 @@ import mmap
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..atomic import atomic_write
 from ..errors import FormatError, TruncatedError, VersionError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 MAGIC = b"TARIDX"
 MAJOR, MINOR = 1, 0
@@ -128,7 +132,7 @@ class TaridxIndex:
                 pass
             self._mapping = None
 
-    def __enter__(self) -> TaridxIndex:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
