@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
+from functools import lru_cache
 
 import numpy as np
 from PIL import Image
@@ -87,11 +88,17 @@ _STILL_FIRST_BYTE = np.zeros(256, bool)
 _STILL_FIRST_BYTE[[0xFF, 0x89, ord("G"), ord("R"), ord("B"), ord("I"), ord("M"), 0x00]] = True  # in that order
 
 
+@lru_cache(maxsize=4)
+def _openable(formats: tuple[str, ...]) -> tuple[str, ...]:
+    """The names among ``formats`` this Pillow opens, after loading all its plugins (once)."""
+    Image.init()  # Pillow loads only its commonest plugins (no TIFF, WebP) before a full search
+    return tuple(f for f in formats if f in Image.OPEN)
+
+
 def pil_size(data: bytes | memoryview, formats: tuple[str, ...] | None = None) -> tuple[int, int]:
     """(width, height) through Pillow's lazy header parse (of ``formats``, default all); (0, 0) for non-images."""
     if formats is not None:
-        Image.init()  # Pillow loads only its commonest plugins (no TIFF, WebP) before a full search
-        formats = tuple(f for f in formats if f in Image.OPEN)  # names this Pillow build opens
+        formats = _openable(formats)
     try:
         with Image.open(io.BytesIO(data), formats=formats) as im:
             return im.size

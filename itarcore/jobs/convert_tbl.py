@@ -214,11 +214,10 @@ def _read_sidecars(mm: mmap.mmap, scan: TarScan, names: list[str]) -> tuple[dict
     """Sidecar contents by sample key, and how many members were used as sidecars."""
     sidecars: dict[str, dict[str, Any]] = {}
     used = 0
-    codes = sample_formats(scan)
     offsets, sizes = scan.data_offsets.tolist(), scan.sizes.tolist()
     for row, name in enumerate(names):
         key, _, ext = split_key(name)
-        if ext in SIDECAR_EXTS and codes[row] == 0:
+        if ext in SIDECAR_EXTS:  # the whole suffix after the stem, so never a sample's format
             sidecars.setdefault(key, {})[ext] = _sidecar_value(ext, mm[offsets[row] : offsets[row] + sizes[row]])
             used += 1
     return sidecars, used
