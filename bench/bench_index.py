@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from itarcore import jit
-from itarcore.indexer import index_shards
+from itarcore.indexing import jit
+from itarcore.indexing.indexer import index_shards
 
 ZERO = bytes(512)
 
@@ -110,7 +110,7 @@ def itarcore_index(paths: list[Path], jobs: int, compiled: bool) -> int:
 COLD_START = """
 import sys, time
 t0 = time.perf_counter()
-from itarcore.indexer import index_shards
+from itarcore.indexing.indexer import index_shards
 index_shards(sys.argv[1:], jobs=2)
 print(time.perf_counter() - t0, "numba" in sys.modules)
 """

@@ -2,7 +2,7 @@
 
 Each route runs in its own child process, so its peak RSS (VmHWM) is its own. Two dataset
 sizes show whether memory grows with the data. itarcore runs as a user gets it (for these
-sizes its tar scan is numpy's: see ``itarcore.jit`` for when numba's pays off).
+sizes its tar scan is numpy's: see ``itarcore.indexing.jit`` for when numba's pays off).
 
 Each route is timed twice over, with its output written to two places:
 - **page cache**: both routes stop the clock when the file is complete in the page cache

@@ -23,7 +23,7 @@ from .errors import DatasetError, MissingShardError
 from .formats.tar import NAME_LEN, decode_name, scan_tar
 from .formats.tar_fields import BLOCK, header_checksum_ok
 from .formats.taridx import TaridxIndex, read_taridx
-from .indexer import split_name
+from .indexing.indexer import split_name
 from .progress import CancelToken, ProgressCallback, ProgressReporter
 
 if TYPE_CHECKING:

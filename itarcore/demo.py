@@ -227,7 +227,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 def _index(root: Path, index_path: Path, progress: ProgressCallback | None, cancel: CancelToken | None) -> None:
     from .formats.taridx import write_taridx
-    from .indexer import index_shards
+    from .indexing.indexer import index_shards
 
     fold = index_shards([root / name for name in shard_names()], progress=progress, cancel=cancel)
     write_taridx(index_path, fold.rows, fold.extensions, fold.crash_stems, fold.n_stems, fold.contiguous)

@@ -53,7 +53,7 @@ def _no_leaked_threads():
 @pytest.fixture(params=["compiled", "numpy"])
 def scan_route(request, monkeypatch) -> str:
     """Run a test once per fast route: compiled kernels (the ``fast`` extra) and pure numpy."""
-    from itarcore import jit
+    from itarcore.indexing import jit
 
     if request.param == "compiled" and not jit.available():
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")

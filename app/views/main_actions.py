@@ -112,7 +112,7 @@ class MainActions(QObject):
 
     def build_index(self) -> None:
         try:
-            from app.views.wizard import BuildIndexWizard
+            from app.views.formats.taridx.wizard import BuildIndexWizard
         except ImportError as exc:
             show_error(self.w, "Build index", "", f"The index wizard is not available: {exc}")
             return
@@ -138,7 +138,7 @@ class MainActions(QObject):
 
     def convert_dialog(self) -> None:
         try:
-            from app.views.convert_dialog import ConvertDialog
+            from app.views.formats.tbl.convert_dialog import ConvertDialog
         except ImportError as exc:
             show_error(self.w, "Convert", "", f"The convert dialog is not available: {exc}")
             return

@@ -15,10 +15,11 @@ from PySide6.QtWidgets import QWidget
 from itarcore.document import Document
 
 PANEL_MODULES: dict[str, list[str]] = {
-    "taridx": ["app.views.samples_panel", "app.views.plots_panel", "app.views.audit_panel"],
-    "kastore": ["app.views.kastore_panel"],
-    "taco": ["app.views.taco_panel"],
-    "tbl": ["app.views.tbl_panel"],
+    "taridx": ["app.views.formats.taridx.samples_panel", "app.views.formats.taridx.plots_panel",
+               "app.views.formats.taridx.audit_panel"],
+    "kastore": ["app.views.formats.kastore.panel"],
+    "taco": ["app.views.formats.taco.panel"],
+    "tbl": ["app.views.formats.tbl.panel"],
 }
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import jit
 from ..errors import ChecksumError, FormatError, TruncatedError
+from ..indexing import jit
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .tar_fields import (
     BLOCK,

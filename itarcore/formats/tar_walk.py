@@ -1,4 +1,4 @@
-"""Compiled tar header walk, used when the optional ``fast`` extra (numba) is installed (see ``itarcore.jit``).
+"""Compiled tar header walk, used when the optional ``fast`` extra (numba) is installed (see ``itarcore.indexing.jit``).
 
 It follows the header chain exactly as the strict sequential walk does, but as machine
 code: about 0.1 µs per header instead of about 1 µs, and it touches only header blocks
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import compile_kernel
+from ..indexing.jit import compile_kernel
 
 STOP_LIMIT = 0  # reached the caller's byte limit or filled the output arrays
 STOP_END = 1  # end-of-archive block, or end of file exactly at a header boundary

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import DatasetError, WriteError
 from ..formats.taridx import write_taridx
-from ..indexer import discover_folds, index_shards
+from ..indexing.indexer import discover_folds, index_shards
 from ..progress import CancelToken, Progress, ProgressCallback
 
 IF_EXISTS = ("replace", "backup", "stop")

@@ -15,7 +15,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.views.audit_panel import PANELS, AuditPanel
+from app.views.formats.taridx.audit_panel import PANELS, AuditPanel
 from itarcore.audit import audit_index
 from itarcore.document import open_document
 from itarcore.formats.taridx import read_taridx

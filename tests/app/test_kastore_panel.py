@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("pytestqt")
 from PySide6.QtWidgets import QHeaderView
 
-from app.views.kastore_panel import PANELS, KastoreArrayPanel
+from app.views.formats.kastore.panel import PANELS, KastoreArrayPanel
 from itarcore.document import open_document
 from itarcore.formats.kastore_write import dump
 

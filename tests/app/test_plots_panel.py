@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from app.views.plots_panel import N_SIZE_BINS, PlotsPanel, bin_edges, compute_fold_stats, size_bin
+from app.views.formats.taridx.plots_panel import N_SIZE_BINS, PlotsPanel, bin_edges, compute_fold_stats, size_bin
 from itarcore.dataset import Dataset
 from itarcore.document import Document
 from itarcore.formats.taridx import ROW_DTYPE
@@ -31,7 +31,7 @@ def test_stats_match_python_counts(monkeypatch):
     rows["fid"] = rng.integers(0, 4, rows.size)
     rows["extid"] = rng.integers(0, 3, rows.size)
     rows["size"] = rng.integers(0, 1 << 20, rows.size) >> rng.integers(0, 20, rows.size)
-    monkeypatch.setattr("app.views.plots_panel.CHUNK", 777)  # several chunks, one partial
+    monkeypatch.setattr("app.views.formats.taridx.plots_panel.CHUNK", 777)  # several chunks, one partial
     stats = compute_fold_stats(rows, 3)
     hist = np.zeros((3, N_SIZE_BINS), int)
     per_rows, per_bytes = [0] * 4, [0] * 4

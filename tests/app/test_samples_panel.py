@@ -11,7 +11,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
-from app.views.samples_panel import SamplesPanel
+from app.views.formats.taridx.samples_panel import SamplesPanel
 from itarcore.dataset import Dataset
 from itarcore.document import Document
 

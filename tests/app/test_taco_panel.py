@@ -13,8 +13,8 @@ import tacozip
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.views.taco_edit_dialog import TacoEditDialog, parse_u64
-from app.views.taco_panel import PANELS, TacoEntriesPanel
+from app.views.formats.taco.edit_dialog import TacoEditDialog, parse_u64
+from app.views.formats.taco.panel import PANELS, TacoEntriesPanel
 from itarcore.document import open_document
 
 TACO = Path(__file__).parents[1] / "data" / "taco"

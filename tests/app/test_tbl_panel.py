@@ -13,8 +13,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
-from app.views.convert_dialog import ConvertDialog
-from app.views.tbl_panel import TblSamplePanel
+from app.views.formats.tbl.convert_dialog import ConvertDialog
+from app.views.formats.tbl.panel import TblSamplePanel
 from itarcore.decoders import decode
 from itarcore.document import open_document
 from itarcore.formats.tbl import TblFile

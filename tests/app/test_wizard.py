@@ -11,7 +11,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWizard
 
-from app.views.wizard import OPTIONS, RUN, SOURCE, SUMMARY, BuildIndexWizard
+from app.views.formats.taridx.wizard import OPTIONS, RUN, SOURCE, SUMMARY, BuildIndexWizard
 
 FOLDS = ["mixed", "train", "val"]
 

@@ -13,7 +13,7 @@ def _private_settings(tmp_path, monkeypatch):
 
 
 def test_run_audit_from_the_wizard_audits_the_opened_index(qtbot, webds):
-    from app.views.audit_panel import AuditPanel
+    from app.views.formats.taridx.audit_panel import AuditPanel
     from app.views.main_window import MainWindow
 
     window = MainWindow()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from itarcore import jit
+from itarcore.indexing import jit
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

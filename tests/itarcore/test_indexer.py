@@ -1,4 +1,4 @@
-"""Fold indexing (itarcore.indexer, itarcore.jobs) reproduces the reference fixtures byte for byte."""
+"""Fold indexing (itarcore.indexing.indexer, itarcore.jobs) reproduces the reference fixtures byte for byte."""
 from __future__ import annotations
 
 import itertools
@@ -10,7 +10,7 @@ import pytest
 
 from itarcore.errors import WriteError
 from itarcore.formats.taridx import write_taridx
-from itarcore.indexer import discover_folds, index_shards
+from itarcore.indexing.indexer import discover_folds, index_shards
 from itarcore.jobs import index_folds
 
 # every scan runs through both fast walks (compiled and numpy)

@@ -69,7 +69,7 @@ def test_itarcore_without_qt(tmp_path: Path) -> None:
     expected = {".".join(("itarcore", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
                 for p in root.rglob("*.py") if p.name != "__main__.py"}
     assert expected <= set(report["imported"]), sorted(expected - set(report["imported"]))
-    assert {"itarcore.dataset", "itarcore.decoders", "itarcore.cli.taridx", "itarcore.indexer"} <= expected
+    assert {"itarcore.dataset", "itarcore.decoders", "itarcore.cli.taridx", "itarcore.indexing.indexer"} <= expected
 
 
 def test_python_m_itarcore_without_qt(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_python_m_itarcore_without_qt(tmp_path: Path) -> None:
 
 def test_commands_that_scan_nothing_do_not_import_numba() -> None:
     """numba (the 'fast' extra) costs a noticeable import; only a tar scan may load it."""
-    script = ("import sys; from itarcore.cli import main; import itarcore.indexer, itarcore.formats.tar; "
+    script = ("import sys; from itarcore.cli import main; import itarcore.indexing.indexer, itarcore.formats.tar; "
               f"main(['info', '--json', {str(FIXTURE)!r}]); print('numba' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"

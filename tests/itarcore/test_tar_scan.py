@@ -11,8 +11,8 @@ import xxhash
 
 from itarcore.errors import ChecksumError, FormatError, TruncatedError
 from itarcore.formats.tar import scan_tar
-from itarcore.hashing import xxh64_padded
-from itarcore.indexer import shard_members
+from itarcore.indexing.hashing import xxh64_padded
+from itarcore.indexing.indexer import shard_members
 
 # every scan runs through both fast walks (compiled and numpy)
 pytestmark = pytest.mark.usefixtures("scan_route")

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from itarcore import jit
 from itarcore.errors import Cancelled, ChecksumError
 from itarcore.formats import tar as tar_module
 from itarcore.formats.tar import scan_tar
-from itarcore.indexer import index_shards
+from itarcore.indexing import jit
+from itarcore.indexing.indexer import index_shards
 from itarcore.progress import CancelToken
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="numba (the 'fast' extra) is not installed")

@@ -1,4 +1,4 @@
-"""The indexer's compiled kernels (numba; imported only when ``itarcore.jit.worthwhile``).
+"""The indexer's compiled kernels (numba; imported only when ``itarcore.indexing.jit.worthwhile``).
 
 Each matches a numpy route in ``indexer.py`` exactly; the tests run both.
 """

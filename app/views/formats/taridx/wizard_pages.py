@@ -29,7 +29,14 @@ from PySide6.QtWidgets import (
 )
 
 from app.views.errors import describe_error
-from app.views.wizard_source import SourcePlan, human_bytes, human_seconds, index_plan, plan_files, plan_folder
+from app.views.formats.taridx.wizard_source import (
+    SourcePlan,
+    human_bytes,
+    human_seconds,
+    index_plan,
+    plan_files,
+    plan_folder,
+)
 from app.workers import JobWorker
 from itarcore.jobs import IndexResult
 from itarcore.progress import Progress

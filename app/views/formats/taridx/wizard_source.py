@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from itarcore.audit_rows import checksums_ok
+from itarcore.audit.rows import checksums_ok
 from itarcore.formats.tar_fields import BLOCK
-from itarcore.indexer import SHARD_PATTERN, discover_folds
+from itarcore.indexing.indexer import SHARD_PATTERN, discover_folds
 from itarcore.jobs import IndexResult, index_fold
 from itarcore.progress import CancelToken, Progress, ProgressCallback
 

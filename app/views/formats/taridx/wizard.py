@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from app.views.wizard_pages import OptionsPage, RunPage, SourcePage
-from app.views.wizard_source import human_bytes
+from app.views.formats.taridx.wizard_pages import OptionsPage, RunPage, SourcePage
+from app.views.formats.taridx.wizard_source import human_bytes
 from itarcore.jobs import IndexResult
 
 SOURCE, OPTIONS, RUN, SUMMARY = range(4)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats.tar import NAME_LEN, TarScan, decode_name
-from .formats.tar_fields import BLOCK, checksums_ok, parse_number, parse_octal_columns
-from .indexer import members_from_scan
-from .progress import ProgressReporter
+from ..formats.tar import NAME_LEN, TarScan, decode_name
+from ..formats.tar_fields import BLOCK, checksums_ok, parse_number, parse_octal_columns
+from ..indexing.indexer import members_from_scan
+from ..progress import ProgressReporter
 
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = np.array([ord("0"), 0, ord("7")], np.uint8)

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DatasetError
+from ..formats.tar import TarScan, scan_tar, scan_threads
+from ..formats.taridx import ROW_DTYPE, contiguous_runs
+from ..progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 from . import jit
-from .errors import DatasetError
-from .formats.tar import TarScan, scan_tar, scan_threads
-from .formats.taridx import ROW_DTYPE, contiguous_runs
 from .hashing import xxh64_padded
-from .progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 
 SHARD_PATTERN = re.compile(r"^(?P<fold>.+)_(?P<suffix>[^_/]+)\.tar$")
 MAX_SHARDS = 1 << 16  # fid is u16
@@ -70,7 +70,7 @@ def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     n = len(fields)
     compiled = jit.worthwhile(0) and n > 0  # once the scan has loaded the kernels
     if compiled:
-        from .indexer_kernels import copy_parts, split_rows
+        from .kernels import copy_parts, split_rows
 
         bounds = np.empty((3, n), np.int64)
         split_rows(fields, bounds)

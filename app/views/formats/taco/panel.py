@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.formats.taco.edit_dialog import TacoEditDialog
 from app.views.panels import FormatPanel
-from app.views.taco_edit_dialog import TacoEditDialog
 from itarcore.document import Document
 from itarcore.formats.taco import BAD_STATUSES, MAX_ENTRIES, TacoArchive
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .audit_report import Finding, rows_text
-from .formats.taridx import TaridxIndex
-from .progress import CancelToken
+from ..formats.taridx import TaridxIndex
+from ..progress import CancelToken
+from .report import Finding, rows_text
 
 MAJORITY = 0.5  # an extension "most samples have" is held by more than this share of samples
 

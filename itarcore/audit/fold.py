@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .audit_report import SHOWN, AuditReport, Finding, rows_text
-from .audit_rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
-from .dataset import find_shards, fold_name, shard_name_for
-from .errors import FormatError
-from .formats.taridx import TaridxIndex, contiguous_runs, read_taridx
-from .hashing import xxh64_padded
-from .progress import CancelToken, ProgressCallback, ProgressReporter
-from .samples_audit import sample_findings
+from ..dataset import find_shards, fold_name, shard_name_for
+from ..errors import FormatError
+from ..formats.taridx import TaridxIndex, contiguous_runs, read_taridx
+from ..indexing.hashing import xxh64_padded
+from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from .report import SHOWN, AuditReport, Finding, rows_text
+from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
+from .samples import sample_findings
 
 __all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
 MTIME_SLACK = 2.0  # seconds: coarse file-system clocks, copies made in the same instant
