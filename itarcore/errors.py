@@ -38,6 +38,10 @@ class FormatError(ItarError):
         self.found = found
         super().__init__(self._compose())
 
+    def __reduce__(self) -> tuple:  # picklable, so an error raised in a worker process reaches the caller whole
+        args = (self.path, self.field, self.offset, self.problem)
+        return _rebuild, (type(self), args, {"expected": self.expected, "found": self.found}), self.__dict__
+
     def _compose(self) -> str:
         where = f"{self.path}: field '{self.field}'"
         if self.offset is not None:
@@ -74,6 +78,13 @@ class MissingShardError(DatasetError):
         self.missing = list(missing)
         shown = ", ".join(self.missing[:5]) + (" …" if len(self.missing) > 5 else "")
         super().__init__(f"{index_path}: {len(self.missing)} shard(s) missing: {shown}")
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.index_path, self.missing)
+
+
+def _rebuild(cls: type, args: tuple, kwargs: dict) -> Exception:
+    return cls(*args, **kwargs)
 
 
 class WriteError(ItarError):

@@ -59,3 +59,12 @@ def scan_route(request, monkeypatch) -> str:
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
     monkeypatch.setenv("ITARCORE_JIT", "0" if request.param == "numpy" else "1")
     return request.param
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_shard_cache(tmp_path_factory):
+    """Index runs that use the default shard cache write to a temp folder, never the user's cache."""
+    from itarcore.indexing.cache import ENV_CACHE_DIR
+
+    os.environ[ENV_CACHE_DIR] = str(tmp_path_factory.mktemp("shard-cache"))
+    yield

@@ -19,9 +19,11 @@ import numpy as np
 
 from ..dataset import find_shards, fold_name, shard_name_for
 from ..errors import FormatError
+from ..executors import ExecutorSpec, TaskRunner
 from ..formats.taridx import TaridxIndex, contiguous_runs, read_taridx
 from ..indexing.hashing import xxh64_padded
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from .parallel import audit_shards
 from .report import SHOWN, AuditReport, Finding, rows_text
 from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
 from .samples import sample_findings
@@ -132,19 +134,31 @@ def _modified_finding(fold: _Fold, fid: int) -> Finding:
 
 
 def audit_index(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
-                cancel: CancelToken | None = None) -> AuditReport:
-    """The full audit: every row against its tar header, a re-scan of each shard, sample-level checks."""
+                cancel: CancelToken | None = None, *, executor: str | ExecutorSpec | TaskRunner | None = None,
+                jobs: int = 1) -> AuditReport:
+    """The full audit: every row against its tar header, a re-scan of each shard, sample-level checks.
+
+    By default the shards are checked one after the other here; ``executor`` (and ``jobs``
+    threads) runs each shard's checks as one task elsewhere (see ``itarcore.executors``),
+    with the same findings in the same order.
+    """
     fold = _Fold(index_path, cancel)
     findings = _structure(fold, None)
     presence, extra = _shard_presence(fold)
     findings += presence
     reporter = ProgressReporter(progress, len(fold.rows), "rows", cancel)
-    done = 0
+    tasks = []
     for fid in sorted(fold.shards):
         rows_idx = fold.rows_of.get(fid, np.zeros(0, np.int64))
-        shard = audit_shard(fid, os.fspath(fold.shards[fid]), fold.rows[rows_idx], rows_idx,
-                            fold.index.extensions, fold.index.crash_stems, reporter, done)
-        done += len(rows_idx)
+        tasks.append((fid, os.fspath(fold.shards[fid]), fold.rows[rows_idx], rows_idx, list(fold.index.extensions),
+                      list(fold.index.crash_stems)))
+    local = executor is None or (str(executor) == "threads" and jobs <= 1)
+    audits = {} if local else audit_shards(tasks, executor, jobs, reporter)
+    done = 0
+    for task in tasks:  # shard order, wherever the checks ran
+        fid = task[0]
+        shard = audits[fid] if not local else audit_shard(*task, reporter, done)
+        done += len(task[2])
         findings += _shard_findings(fold, shard, fid in extra)
     reporter.finish()
     findings += sample_findings(fold.index, cancel)

@@ -95,13 +95,27 @@ def cmd_cat(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    from ..jobs import index_folds
+def _shard_cache(args: argparse.Namespace) -> Any:
+    from ..indexing.cache import ShardCache
 
+    return None if args.no_cache else ShardCache(args.cache)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from ..jobs import index_folds, update_index
+    from . import UsageError
+
+    if args.update is not None and (args.no_cache or args.fold or args.output):
+        raise UsageError("index --update INDEX: rebuilds INDEX in place with the cache (no --fold, --output, "
+                         "--no-cache)")
     bar = TextProgressBar("indexing ")
+    options: dict[str, Any] = {"jobs": args.jobs, "contiguous": args.contiguous, "if_exists": args.if_exists,
+                               "executor": args.executor, "cache": _shard_cache(args), "progress": bar}
     try:
-        results = index_folds(args.root, args.fold or None, output=args.output, jobs=args.jobs,
-                              contiguous=args.contiguous, if_exists=args.if_exists, progress=bar)
+        if args.update is not None:
+            results = [update_index(args.update, **options)]
+        else:
+            results = index_folds(args.root, args.fold or None, output=args.output, **options)
     finally:
         bar.close()
     from . import print_json
@@ -111,11 +125,13 @@ def cmd_index(args: argparse.Namespace) -> int:
             print_json({"fold": r.fold, "path": str(r.path), "rows": r.n_rows, "stems": r.n_stems,
                         "extensions": dict(r.extensions), "crash_stems": r.crash_stems,
                         "contiguous": r.contiguous, "seconds": round(r.seconds, 3), "shards": len(r.shards),
+                        "reused": r.counts.reused, "scanned": r.counts.scanned, "failed": r.counts.failed,
                         "warnings": r.warnings})
         else:
             print(f"{r.path}: {r.n_rows:,} rows, {r.n_stems:,} stems, {len(r.extensions)} extensions, "
                   f"{len(r.crash_stems)} crash stems, {'contiguous' if r.contiguous else 'not contiguous'}, "
-                  f"{len(r.shards)} shards in {r.seconds:.2f}s ({r.members_per_second:,.0f} members/s)")
+                  f"{len(r.shards)} shards ({r.counts.text()}) in {r.seconds:.2f}s "
+                  f"({r.members_per_second:,.0f} members/s)")
             for w in r.warnings:
                 print(f"  warning: {w}")
     return 0
@@ -125,9 +141,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .. import audit
     from . import print_json
 
+    if args.executor is not None and not args.full:
+        from . import UsageError
+
+        raise UsageError("verify: --executor applies to the full audit (--full)")
     bar = TextProgressBar("auditing " if args.full else "checking ")
     try:
-        report = (audit.audit_index if args.full else audit.quick_check)(args.index, progress=bar)
+        if args.full:
+            report = audit.audit_index(args.index, progress=bar, executor=args.executor, jobs=args.jobs)
+        else:
+            report = audit.quick_check(args.index, progress=bar)
     finally:
         bar.close()
     if args.json:
@@ -141,10 +164,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="build <fold>.taridx for the folds of a folder of shards",
                        description="Index tar shards named <fold>_<suffix>.tar in ROOT into ROOT/<fold>.taridx "
                        "(fid = position of the sorted suffix). Output is written atomically.")
-    p.add_argument("root", help="folder holding the shards")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("root", nargs="?", help="folder holding the shards")
+    source.add_argument("--update", metavar="INDEX", help="rebuild INDEX from the shards beside it, scanning only the "
+                   "shards that changed since their tables were cached (same bytes as a full rebuild)")
     p.add_argument("--fold", action="append", metavar="NAME", help="index only this fold (repeatable; default: all)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one --fold)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan N shards at a time, in threads (default 1)")
+    _executor_option(p, "scans")
+    p.add_argument("--cache", metavar="DIR", help="shard table cache (default: the user cache folder, "
+                   "e.g. ~/.cache/itar-browser/shards)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the shard table cache")
     p.add_argument("--contiguous", action="store_true",
                    help="reorder rows by (keyhash, crashid) so every sample's rows are adjacent")
     p.add_argument("--if-exists", choices=("replace", "backup", "stop"), default="replace",
@@ -180,8 +210,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "1 findings, 2 unusable input.")
     p.add_argument("index", help=".taridx file")
     p.add_argument("--full", action="store_true", help="full audit against the shards")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="--full: check N shards at a time in threads")
+    _executor_option(p, "checks (with --full)", default=None)
     p.add_argument("--json", action="store_true", help='print one JSON object {"findings": [...]}')
     p.set_defaults(func=cmd_verify)
+
+
+def _executor_option(p: argparse.ArgumentParser, what: str, default: str | None = "threads") -> None:
+    p.add_argument("--executor", default=default, metavar="SPEC",
+                   help=f"where the per-shard {what} run: threads (default; --jobs of them), processes[:N] "
+                   "(N local processes, default one per core), dask (a local Dask cluster) or dask:ADDRESS (the "
+                   "scheduler at ADDRESS, e.g. dask:tcp://10.0.0.5:8786; workers must see the shard paths)")
 
 
 __all__ = ["info", "info_text", "register"]

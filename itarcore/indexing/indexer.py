@@ -1,6 +1,6 @@
 """Build TARIDX indexes: fold discovery, per-shard member tables, fold merge.
 
-Per shard (parallel across threads): scan the tar headers, split each name into
+Per shard (a task of any executor, see ``build``): scan the tar headers, split each name into
 stem and extension (NOTES.md rules), hash the stems in one numpy batch. Per fold
 (in the parent, in fid order): assign extension ids and crash ids by first
 appearance, count stems, set the contiguity flag. Result bytes do not depend on
@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import DatasetError
-from ..formats.tar import TarScan, scan_tar, scan_threads
+from ..formats.tar import TarScan, scan_tar
 from ..formats.taridx import ROW_DTYPE, contiguous_runs
-from ..progress import CancelToken, Progress, ProgressCallback, ProgressReporter
+from ..progress import CancelToken, ProgressCallback
 from . import jit
 from .hashing import xxh64_padded
 
@@ -291,40 +290,11 @@ def _stem_matrix(shards: Sequence[ShardMembers], starts: np.ndarray, rows: np.nd
     return out
 
 
-def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: bool = False, jobs: int = 1,
-                 progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> FoldIndex:
-    """Index a fold's shards (fid = position in ``shards``); ``jobs > 1`` scans that many shards at once.
+def index_shards(shards: Sequence[str | os.PathLike[str]], **options: Any) -> FoldIndex:
+    """Index a fold's shards (fid = position in ``shards``): :func:`itarcore.indexing.build.index_shards`.
 
-    Workers are threads: the scan runs in numpy or compiled code that releases the GIL,
-    so threads scale like processes without copying each shard's arrays back.
+    Options: ``force_contiguous``, ``jobs`` (threads), ``executor``, ``cache``, ``progress``, ``cancel``.
     """
-    paths = [os.fspath(p) for p in shards]
-    total = sum(os.path.getsize(p) for p in paths)
-    reporter = ProgressReporter(progress, total, "bytes", cancel)
-    compiled = jit.worthwhile(total)  # decided for the whole fold, not shard by shard
-    shard_done = [0] * len(paths)
-    lock = threading.Lock()
+    from .build import index_shards as build_index  # build imports this module
 
-    def shard_progress(fid: int) -> ProgressCallback:
-        def report(p: Progress) -> None:  # called from the scanning threads
-            with lock:
-                shard_done[fid] = p.done
-                reporter.update(sum(shard_done), current=os.path.basename(paths[fid]))
-        return report
-
-    stop = cancel.child() if cancel is not None else CancelToken()  # also stops the other shards on an error
-    workers = max(1, min(jobs, len(paths)))
-    threads = max(1, scan_threads() // workers)  # the threads one shard's scan may use besides
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="itar-index") as pool:
-        futures = [pool.submit(shard_members, p, stop, shard_progress(fid), compiled, threads)
-                   for fid, p in enumerate(paths)]
-        try:
-            results = [future.result() for future in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            stop.cancel()  # running scans stop at their next chunk
-            raise
-    index = merge_shards(results, force_contiguous)
-    reporter.finish()
-    return index
+    return build_index(shards, **options)

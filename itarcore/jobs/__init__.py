@@ -10,3 +10,4 @@ from .convert_tbl import convert_tar_to_tbl as convert_tar_to_tbl
 from .index import IndexResult as IndexResult
 from .index import index_fold as index_fold
 from .index import index_folds as index_folds
+from .index import update_index as update_index

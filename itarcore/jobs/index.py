@@ -11,8 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetError, WriteError
+from ..executors import ExecutorSpec, TaskRunner, task_runner
 from ..formats.taridx import write_taridx
-from ..indexing.indexer import discover_folds, index_shards
+from ..indexing.build import ShardCounts, build_fold
+from ..indexing.cache import ShardCache
+from ..indexing.indexer import discover_folds
 from ..progress import CancelToken, Progress, ProgressCallback
 
 IF_EXISTS = ("replace", "backup", "stop")
@@ -32,16 +35,25 @@ class IndexResult:
     total_bytes: int
     backup: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    counts: ShardCounts = field(default_factory=ShardCounts)  # shards reused from the cache, scanned, failed
 
     @property
     def members_per_second(self) -> float:
         return self.n_rows / self.seconds if self.seconds > 0 else 0.0
 
 
+Executor = str | ExecutorSpec | TaskRunner | None
+
+
 def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, fold: str | None = None,
-               jobs: int = 1, contiguous: bool = False, if_exists: str = "replace",
-               progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> IndexResult:
-    """Index ``shards`` (in fid order) into ``output``. Cancel or failure leaves no partial file."""
+               jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
+               cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+               cancel: CancelToken | None = None) -> IndexResult:
+    """Index ``shards`` (in fid order) into ``output``. Cancel or failure leaves no partial file.
+
+    ``executor`` runs the per-shard scans (default: ``jobs`` threads, see ``itarcore.executors``);
+    with a ``cache``, unchanged shards are loaded from it and new tables are stored in it.
+    """
     if if_exists not in IF_EXISTS:
         raise ValueError(f"if_exists must be one of {IF_EXISTS}")
     output = Path(output)
@@ -51,7 +63,9 @@ def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLi
     if output.exists() and if_exists == "stop":
         raise WriteError(f"{output}: an index already exists (choose replace or backup)")
     started = time.perf_counter()
-    built = index_shards(shard_paths, force_contiguous=contiguous, jobs=jobs, progress=progress, cancel=cancel)
+    build = build_fold(shard_paths, force_contiguous=contiguous, jobs=jobs, executor=executor, cache=cache,
+                       progress=progress, cancel=cancel)
+    built = build.index
     if cancel is not None:
         cancel.raise_if_cancelled()
     backup = None
@@ -60,7 +74,7 @@ def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLi
         shutil.copy2(output, backup)
     write_taridx(output, built.rows, built.extensions, built.crash_stems, built.n_stems, built.contiguous)
     counts = np.bincount(built.rows["extid"], minlength=len(built.extensions)) if len(built.rows) else []
-    warnings = []
+    warnings = list(build.notes)
     if not len(built.rows):
         warnings.append("the shards hold no regular files: the index is empty")
     return IndexResult(
@@ -68,14 +82,20 @@ def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLi
         n_rows=len(built.rows), n_stems=built.n_stems,
         extensions=[(e, int(c)) for e, c in zip(built.extensions, counts)],
         crash_stems=built.crash_stems, contiguous=built.contiguous,
-        seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings)
+        seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings,
+        counts=build.counts)
 
 
 def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None, *,
                 output: str | os.PathLike[str] | None = None, output_dir: str | os.PathLike[str] | None = None,
-                jobs: int = 1, contiguous: bool = False, if_exists: str = "replace",
-                progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> list[IndexResult]:
-    """Index folds found in ``root`` (all by default) into ``<output_dir or root>/<fold>.taridx``."""
+                jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
+                cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+                cancel: CancelToken | None = None) -> list[IndexResult]:
+    """Index folds found in ``root`` (all by default) into ``<output_dir or root>/<fold>.taridx``.
+
+    One executor serves every fold (a Dask cluster is started at most once, and only if a
+    shard needs scanning).
+    """
     found = discover_folds(root)
     if not found:
         raise DatasetError(f"{root}: no shards named <fold>_<suffix>.tar")
@@ -88,14 +108,39 @@ def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None
     total = sum(os.path.getsize(p) for f in chosen for p in found[f])
     done_before = 0
     results = []
-    for fold in chosen:
-        target = Path(output) if output is not None else Path(output_dir or root) / f"{fold}.taridx"
+    with task_runner(executor, jobs) as runner:
+        for fold in chosen:
+            target = Path(output) if output is not None else Path(output_dir or root) / f"{fold}.taridx"
 
-        def relay(p: Progress, base: int = done_before, name: str = fold) -> None:
-            if progress is not None:
-                progress(Progress(base + p.done, total, p.unit, f"{name}: {p.current}", p.rate, p.message))
+            def relay(p: Progress, base: int = done_before, name: str = fold) -> None:
+                if progress is not None:
+                    progress(Progress(base + p.done, total, p.unit, f"{name}: {p.current}", p.rate, p.message))
 
-        results.append(index_fold(found[fold], target, fold=fold, jobs=jobs, contiguous=contiguous,
-                                  if_exists=if_exists, progress=relay, cancel=cancel))
-        done_before += results[-1].total_bytes
+            results.append(index_fold(found[fold], target, fold=fold, jobs=jobs, contiguous=contiguous,
+                                      if_exists=if_exists, executor=runner, cache=cache, progress=relay,
+                                      cancel=cancel))
+            done_before += results[-1].total_bytes
     return results
+
+
+def update_index(index: str | os.PathLike[str], *, jobs: int = 1, contiguous: bool = False,
+                 if_exists: str = "replace", executor: Executor = None, cache: ShardCache | None = None,
+                 progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> IndexResult:
+    """Rebuild ``index`` from the shards now beside it, scanning only shards not in ``cache`` as they are now.
+
+    A shard whose path, size and mtime are unchanged since its table was cached is not
+    read again; the result is byte-identical to a clean full index of the same shards with
+    the same options (``contiguous`` is not read from the old index: its flag cannot tell a
+    reordered fold from one that was contiguous anyway).
+    """
+    from ..formats.taridx import read_taridx
+
+    index = Path(index)
+    with read_taridx(index, check_rows=False):  # it must be a TARIDX: --update never overwrites anything else
+        pass
+    fold = index.name.removesuffix(".taridx")
+    shards = discover_folds(index.parent).get(fold)
+    if not shards:
+        raise DatasetError(f"{index}: no shards named {fold}_<suffix>.tar beside it")
+    return index_fold(shards, index, fold=fold, jobs=jobs, contiguous=contiguous, if_exists=if_exists,
+                      executor=executor, cache=cache if cache is not None else ShardCache(), progress=progress, cancel=cancel)

@@ -1,0 +1,156 @@
+"""Per-shard member tables cached on disk, so a rerun scans only new or changed shards.
+
+A shard's entry is keyed by its identity: real path, size and mtime (nanoseconds).
+Any change to one of them is a different key, so a stale entry is never read; it is
+simply no longer used. Entries are written atomically (temporary file + rename), so a
+killed run leaves only whole entries, and every entry it finished is reused by the next.
+
+File layout (version 1), little endian, chosen over ``.npz`` because a fold of 10^5
+shards loads one small file per shard and zip parsing would dominate:
+
+    magic  b"ITARSHC" + version byte
+    u32    length of the JSON header that follows
+    JSON   {"path", "size", "mtime_ns", "file_size", "ext_names", "arrays": [[name, dtype, shape, offset]...]}
+    arrays raw bytes, each at an 8-byte aligned offset from the start of the file
+
+An entry that cannot be read for any reason (truncated, another version, another
+identity under the same key) counts as absent: the shard is scanned again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+from ..atomic import atomic_write
+from .indexer import ShardMembers
+
+CACHE_VERSION = 1
+MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
+ENV_CACHE_DIR = "ITARCORE_CACHE_DIR"  # overrides the default folder (the tests point it at a temp dir)
+_ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
+    "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
+    "ext_codes": "<i8", "run_starts": "<i8",
+}
+_HEAD = struct.Struct("<8sI")
+
+
+def default_cache_dir() -> Path:
+    """The user cache folder for shard tables: ``$ITARCORE_CACHE_DIR``, else the platform's cache dir."""
+    override = os.environ.get(ENV_CACHE_DIR)
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        return base / "itar-browser" / "Cache" / "shards"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "itar-browser" / "shards"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "itar-browser" / "shards"
+
+
+@dataclass(frozen=True)
+class ShardIdentity:
+    """What makes a cached table valid for a shard: the same real path, size and mtime."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> ShardIdentity:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        return cls(real, st.st_size, st.st_mtime_ns)
+
+    @property
+    def key(self) -> str:
+        text = f"v{CACHE_VERSION}\0{self.path}\0{self.size}\0{self.mtime_ns}"
+        return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogateescape"))
+
+
+class ShardCache:
+    """A folder of cached shard tables (created on the first store)."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else default_cache_dir()
+
+    def entry_path(self, identity: ShardIdentity) -> Path:
+        key = identity.key
+        return self.folder / f"v{CACHE_VERSION}" / key[:2] / f"{key}.members"
+
+    def load(self, identity: ShardIdentity) -> ShardMembers | None:
+        """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
+        try:
+            data = self.entry_path(identity).read_bytes()
+            return _decode(data, identity)
+        except (OSError, ValueError, KeyError, TypeError, struct.error):
+            return None
+
+    def store(self, identity: ShardIdentity, members: ShardMembers) -> Path:
+        target = self.entry_path(identity)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(target) as fh:
+            fh.write(_encode(identity, members))
+        return target
+
+    def entries(self) -> list[Path]:
+        """Every entry file of this cache version (for tests, pruning and counts)."""
+        root = self.folder / f"v{CACHE_VERSION}"
+        return sorted(root.glob("*/*.members")) if root.is_dir() else []
+
+
+def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
+    arrays = {name: np.ascontiguousarray(getattr(members, name), dtype) for name, dtype in _ARRAYS.items()}
+    layout, offset = [], 0
+    for name, arr in arrays.items():
+        layout.append([name, arr.dtype.str, list(arr.shape), offset])
+        offset += -(-arr.nbytes // 8) * 8
+    header = {"path": identity.path, "size": identity.size, "mtime_ns": identity.mtime_ns,
+              "file_size": int(members.file_size), "ext_names": list(members.ext_names), "arrays": layout}
+    head = json.dumps(header).encode("ascii")  # ensure_ascii: lone surrogates of odd names survive as escapes
+    start = _HEAD.size + len(head)
+    start += -start % 8
+    out = bytearray(start + offset)
+    _HEAD.pack_into(out, 0, MAGIC, len(head))
+    out[_HEAD.size : _HEAD.size + len(head)] = head
+    for (_, _, _, at), arr in zip(layout, arrays.values()):
+        out[start + at : start + at + arr.nbytes] = arr.tobytes()
+    return bytes(out)
+
+
+def _decode(data: bytes, identity: ShardIdentity) -> ShardMembers | None:
+    magic, head_len = _HEAD.unpack_from(data, 0)
+    if magic != MAGIC:
+        return None
+    header = json.loads(data[_HEAD.size : _HEAD.size + head_len])
+    if (header["path"], header["size"], header["mtime_ns"]) != (identity.path, identity.size, identity.mtime_ns):
+        return None
+    start = _HEAD.size + head_len
+    start += -start % 8
+    arrays = {}
+    for name, dtype, shape, at in header["arrays"]:
+        if name not in _ARRAYS or np.dtype(dtype) != np.dtype(_ARRAYS[name]):
+            return None
+        count = int(np.prod(shape, dtype=np.int64))
+        arr = np.frombuffer(data, dtype, count, start + at).reshape(shape)  # raises ValueError when cut short
+        arrays[name] = arr.astype(arr.dtype.newbyteorder("="), copy=True)  # own, writable, native order
+    if set(arrays) != set(_ARRAYS):
+        return None
+    n = len(arrays["keyhash"])
+    if any(len(arrays[k]) != n for k in ("header_offsets", "sizes", "stems", "stem_lengths", "ext_codes")):
+        return None
+    if arrays["stems"].ndim != 2 or (n and not 0 <= int(arrays["ext_codes"].min()) <= int(
+            arrays["ext_codes"].max()) < len(header["ext_names"])):
+        return None
+    runs = arrays["run_starts"]
+    if len(runs) > n or (len(runs) and (int(runs.min()) < 0 or int(runs.max()) >= n)):
+        return None
+    return ShardMembers(identity.path, arrays["header_offsets"], arrays["sizes"], arrays["keyhash"],
+                        arrays["stems"], arrays["stem_lengths"], arrays["ext_codes"], list(header["ext_names"]),
+                        int(header["file_size"]), arrays["run_starts"])
