@@ -81,45 +81,18 @@ class TaskRunner:
     in_process = False  # tasks run in this process: they may take callbacks and cancel tokens
     local_workers: int | None = 1  # tasks sharing this machine's cores at once (None: they run elsewhere)
 
-    def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None
-            ) -> Iterator[tuple[int, Any, BaseException | None]]:
-        """Yield ``(task number, result, None)`` or ``(task number, None, exception)`` in completion order.
+    def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None) -> TaskResults:
+        """Submit ``fn(*args)`` for every tuple of ``tasks`` now; iterate the results as they complete.
 
-        Raises ``Cancelled`` when ``cancel`` is set; pending tasks are cancelled then, and
-        whenever the caller stops iterating early.
+        Close the returned iterator when done with it (``try/finally``): that cancels the
+        tasks not yet started, after an error or a cancel.
         """
-        done: queue.Queue = queue.Queue()
-        futures = self._submit(fn, tasks)
-        number = {id(f): i for i, f in enumerate(futures)}
-        for f in futures:
-            f.add_done_callback(done.put)
-        waiting = len(futures)
-        try:
-            while waiting:
-                if cancel is not None:
-                    cancel.raise_if_cancelled()
-                try:
-                    future = done.get(timeout=POLL_SECONDS)
-                except queue.Empty:
-                    continue
-                waiting -= 1
-                i = number.pop(id(future))
-                futures[i] = None  # the result is the caller's now: let the executor forget it
-                try:
-                    result = future.result()
-                except Exception as exc:  # noqa: BLE001 - a task's own error, handed to the caller
-                    yield i, None, exc
-                else:
-                    yield i, result, None
-        finally:
-            pending = [f for f in futures if f is not None and not f.done()]
-            if pending:
-                self._cancel(pending)
+        return TaskResults(self, self._submit(fn, tasks), cancel)
 
     def _submit(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
         raise NotImplementedError
 
-    def _cancel(self, futures: list) -> None:
+    def cancel_futures(self, futures: list) -> None:
         for f in futures:
             f.cancel()
 
@@ -131,6 +104,45 @@ class TaskRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class TaskResults:
+    """``(task number, result, None)`` or ``(task number, None, exception)`` in completion order.
+
+    Raises ``Cancelled`` (after cancelling what has not started) when the cancel token is set.
+    """
+
+    def __init__(self, runner: TaskRunner, futures: list, cancel: CancelToken | None) -> None:
+        self.runner, self.futures, self.cancel = runner, futures, cancel
+        self.number = {id(f): i for i, f in enumerate(futures)}
+        self.done: queue.Queue = queue.Queue()
+        for f in futures:
+            f.add_done_callback(self.done.put)
+
+    def __iter__(self) -> TaskResults:
+        return self
+
+    def __next__(self) -> tuple[int, Any, BaseException | None]:
+        while self.number:
+            if self.cancel is not None and self.cancel.cancelled:
+                self.close()
+                self.cancel.raise_if_cancelled()
+            try:
+                future = self.done.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            i = self.number.pop(id(future))
+            self.futures[i] = None  # the result is the caller's now: let the executor forget it
+            try:
+                return i, future.result(), None
+            except Exception as exc:  # noqa: BLE001 - a task's own error, handed to the caller
+                return i, None, exc
+        raise StopIteration
+
+    def close(self) -> None:
+        pending = [f for f in self.futures if f is not None and not f.done()]
+        if pending:
+            self.runner.cancel_futures(pending)
 
 
 class _PoolRunner(TaskRunner):
@@ -196,7 +208,7 @@ class DaskRunner(TaskRunner):
         # pure=False: a file can change under the same arguments, so results are never shared between runs
         return self.client.map(fn, *zip(*tasks), pure=False)
 
-    def _cancel(self, futures: list) -> None:
+    def cancel_futures(self, futures: list) -> None:
         with contextlib.suppress(Exception):  # a closing client may refuse; the tasks die with it
             self.client.cancel(futures)
 
@@ -217,8 +229,7 @@ class LazyRunner(TaskRunner):
         self.local_workers = {"threads": max(1, jobs), "processes": spec.workers or os.cpu_count() or 1,
                               "dask": None}[spec.kind]
 
-    def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None
-            ) -> Iterator[tuple[int, Any, BaseException | None]]:
+    def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None) -> TaskResults:
         if self.opened is None:
             self.opened = self.spec.open(self.jobs)
         return self.opened.run(fn, tasks, cancel)

@@ -77,10 +77,17 @@ def scan_or_die(marker_dir: str, victim: str, path: str, compiled: bool, threads
     return scan_shard(path, compiled, threads)
 
 
+def wait_until(condition, limit_seconds: float = 60) -> None:
+    """Poll ``condition`` until it holds; fail after ``limit_seconds`` (a bound, not a measurement)."""
+    deadline = time.monotonic() + limit_seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)
+
+
 def wait_for_gate(gate: str, started_dir: str, n: int) -> int:
     """A task that records that it started, then waits (bounded) for the gate file to appear."""
     Path(started_dir, f"task-{n}").write_text(str(os.getpid()))
-    deadline = time.monotonic() + 60
-    while not os.path.exists(gate) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: os.path.exists(gate))
     return n
