@@ -12,16 +12,16 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-import scale_fold  # noqa: E402 - after the importorskip
-from scale_fold import wait_for_gate, write_fold  # noqa: E402
+import scale_fold
+from scale_fold import wait_for_gate, write_fold
 
-from itarcore.cli import main  # noqa: E402
-from itarcore.errors import Cancelled  # noqa: E402
-from itarcore.executors import DaskRunner  # noqa: E402
-from itarcore.indexing import build  # noqa: E402
-from itarcore.indexing.cache import ShardCache  # noqa: E402
-from itarcore.jobs import index_fold, index_folds  # noqa: E402
-from itarcore.progress import CancelToken  # noqa: E402
+from itarcore.cli import main
+from itarcore.errors import Cancelled
+from itarcore.executors import DaskRunner
+from itarcore.indexing import build
+from itarcore.indexing.cache import ShardCache
+from itarcore.jobs import index_fold, index_folds
+from itarcore.progress import CancelToken
 
 FOLDS = ("mixed", "train", "val")
 
