@@ -68,6 +68,7 @@ class SummaryPage(QWizardPage):
         add(None, "Rows", f"{r.n_rows:,}")
         add(None, "Stems", f"{r.n_stems:,}")
         add(None, "Shards", f"{len(r.shards)} ({human_bytes(r.total_bytes)})")
+        add(None, "Shard tables", r.counts.text().replace("reused", "reused from the cache"))
         exts = add(None, "Extensions", f"{len(r.extensions)}")
         for name, count in r.extensions:
             add(exts, f".{name}" if name else "(none)", f"{count:,} rows")

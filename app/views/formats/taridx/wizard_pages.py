@@ -1,6 +1,7 @@
 """Pages of the Build index wizard: Source, Folds and options, Run."""
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from pathlib import Path
@@ -38,10 +39,13 @@ from app.views.formats.taridx.wizard_source import (
     plan_folder,
 )
 from app.workers import JobWorker
+from itarcore.indexing.cache import ShardCache, default_cache_dir
 from itarcore.jobs import IndexResult
 from itarcore.progress import Progress
 
 IF_EXISTS_CHOICES = [("Replace it", "replace"), ("Keep a backup, then replace", "backup"), ("Stop", "stop")]
+EXECUTOR_CHOICES = [("Threads in this process", "threads"), ("Local processes", "processes"),
+                    ("A Dask cluster", "dask")]
 MODES = ("folder", "files", "tar")
 
 
@@ -166,6 +170,18 @@ class OptionsPage(QWizardPage):
         self.jobs.setRange(1, max(1, os.cpu_count() or 1))
         self.jobs.setSuffix(" at a time")
         self.jobs.setValue(min(4, self.jobs.maximum()))  # threads: output bytes are the same for any count
+        self.executor = QComboBox()
+        for label, value in EXECUTOR_CHOICES:
+            self.executor.addItem(label, value)
+        self.executor.currentIndexChanged.connect(lambda _: self._executor_changed())
+        self.dask_address = QLineEdit()
+        self.dask_address.setPlaceholderText("tcp://scheduler:8786 (empty: a local cluster of this machine's cores)")
+        self.dask_address.setToolTip("The address `dask scheduler` printed; the workers must see the shards at "
+                                     "the same paths")
+        self.use_cache = QCheckBox("Reuse the tables of unchanged shards (cache)")
+        self.use_cache.setChecked(True)
+        self.use_cache.setToolTip(f"Shard tables are kept in {default_cache_dir()}: a rerun or an update scans "
+                                  "only new or changed shards")
         self.if_exists = QComboBox()
         for label, value in IF_EXISTS_CHOICES:
             self.if_exists.addItem(label, value)
@@ -177,12 +193,37 @@ class OptionsPage(QWizardPage):
         form.addRow("Folds to index:", self.folds)
         form.addRow("Output folder:", out_row)
         form.addRow("", self.contiguous)
+        form.addRow("Run scans in:", self.executor)
         form.addRow("Scan shards:", self.jobs)
+        form.addRow("Dask scheduler:", self.dask_address)
+        form.addRow("", self.use_cache)
         form.addRow("If an index exists:", self.if_exists)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.warnings)
         layout.addStretch(1)
+        self.form = form
+        self._executor_changed()
+
+    def _executor_changed(self) -> None:
+        kind = self.executor.currentData()
+        self.jobs.setEnabled(kind != "dask")
+        self.jobs.setSuffix(" processes" if kind == "processes" else " at a time")
+        self.dask_address.setEnabled(kind == "dask")
+
+    def set_executor(self, kind: str, address: str = "") -> None:
+        self.executor.setCurrentIndex([v for _, v in EXECUTOR_CHOICES].index(kind))
+        self.dask_address.setText(address)
+
+    def executor_spec(self) -> str:
+        """The executor as itarcore spells it (``--executor``): threads, processes:N, dask[:ADDRESS]."""
+        kind = self.executor.currentData()
+        if kind == "processes":
+            return f"processes:{self.jobs.value()}"
+        if kind == "dask":
+            address = self.dask_address.text().strip()
+            return f"dask:{address}" if address else "dask"
+        return "threads"
 
     def initializePage(self) -> None:
         plan = self.source.plan
@@ -254,6 +295,7 @@ class RunPage(QWizardPage):
         self.overall.setFormat("%p%")
         self.shard_bar = QProgressBar()
         self.shard_label = QLabel()
+        self.tables_label = QLabel()  # shard tables reused from the cache / scanned, as the run goes
         self.rate = QLabel()
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
@@ -266,6 +308,7 @@ class RunPage(QWizardPage):
         form.addRow("Overall:", self.overall)
         form.addRow("Shards:", self.shard_bar)
         form.addRow("", self.shard_label)
+        form.addRow("Shard tables:", self.tables_label)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addLayout(buttons)
@@ -275,11 +318,13 @@ class RunPage(QWizardPage):
         plan, out = self.source.plan, Path(self.options.output.text())
         self.jobs_list = [(f, plan.folds[f], out / f"{f}.taridx") for f in self.options.chosen_folds()]
         self.shard_ends: list[tuple[int, str]] = []
+        self.fold_ends: list[int] = []
         pos = 0
         for _, shards, _ in self.jobs_list:
             for p in shards:
                 pos += plan.sizes[p]
                 self.shard_ends.append((pos, p.name))
+            self.fold_ends.append(pos)
         self.total = pos
         self.results = []
         self.log.clear()
@@ -289,18 +334,25 @@ class RunPage(QWizardPage):
         self.shard_bar.setValue(0)
         self.shard_bar.setFormat("%v / %m")
         self.shard_label.setText("")
+        self.tables_label.setText("")
         self.rate.setText("Starting…")
         folds = ", ".join(f for f, _, _ in self.jobs_list)
-        self._log(f"Indexing {folds}: {len(self.shard_ends)} shard(s), {human_bytes(self.total)}, "
-                  f"{self.options.jobs.value()} shard(s) at a time, if an index exists: {self.options.if_exists.currentData()}")
+        executor = self.options.executor_spec()
+        where = f"{self.options.jobs.value()} shard(s) at a time" if executor == "threads" else f"executor {executor}"
+        cache = ShardCache() if self.options.use_cache.isChecked() else None
+        self._log(f"Indexing {folds}: {len(self.shard_ends)} shard(s), {human_bytes(self.total)}, {where}, "
+                  f"{'cache ' + str(cache.folder) if cache else 'no cache'}, "
+                  f"if an index exists: {self.options.if_exists.currentData()}")
         self.worker = JobWorker(index_plan, self.jobs_list, jobs=self.options.jobs.value(),
                                 contiguous=self.options.contiguous.isChecked(),
-                                if_exists=self.options.if_exists.currentData())
-        self.worker.progressed.connect(self._on_progress)
-        self.worker.returned.connect(self._on_done)
-        self.worker.errored.connect(self._on_error)
-        self.worker.cancelled.connect(self._on_cancelled)
-        self.worker.finished.connect(self._on_finished)
+                                if_exists=self.options.if_exists.currentData(), executor=executor, cache=cache)
+        # Signals of an earlier run can still be queued (Back, then Next at once): only this run's count.
+        worker = self.worker
+        worker.progressed.connect(lambda p: self._on_progress(p) if self.worker is worker else None)
+        worker.returned.connect(lambda r: self._on_done(r) if self.worker is worker else None)
+        worker.errored.connect(lambda e: self._on_error(e) if self.worker is worker else None)
+        worker.cancelled.connect(lambda: self._on_cancelled() if self.worker is worker else None)
+        worker.finished.connect(lambda: self._on_finished() if self.worker is worker else None)
         self._set_state("running")
         self.started = time.perf_counter()
         self.worker_started = False
@@ -345,11 +397,14 @@ class RunPage(QWizardPage):
         self.overall.setValue(int(1000 * p.done / p.total) if p.total else 0)
         finished = sum(1 for end, _ in self.shard_ends if end <= p.done)
         self.shard_bar.setValue(finished)
+        fold = self.jobs_list[min(bisect.bisect_left(self.fold_ends, p.done), len(self.jobs_list) - 1)][0]
         if p.current:
-            self.shard_label.setText(f"{p.message}: {p.current}")
+            self.shard_label.setText(f"{fold}: {p.current}")
+        if p.message:
+            self.tables_label.setText(f"{fold}: {p.message}")
         elapsed = time.perf_counter() - self.started
         rate = p.done / elapsed if elapsed > 0 else 0.0
-        per_member = self.source.plan.bytes_per_member.get(p.message, 0.0)
+        per_member = self.source.plan.bytes_per_member.get(fold, 0.0)
         members = f"≈{rate / per_member:,.0f} members/s, " if per_member and rate else ""
         eta = f", ETA {human_seconds((p.total - p.done) / rate)}" if rate > 0 and p.done else ""
         self.rate.setText(f"{members}{human_bytes(rate)}/s{eta}")
@@ -359,12 +414,14 @@ class RunPage(QWizardPage):
         for r in results:
             backup = f"; backup {r.backup.name}" if r.backup else ""
             self._log(f"{r.fold}: {r.n_rows:,} rows, {r.n_stems:,} stems in {r.seconds:.2f} s "
-                      f"({r.members_per_second:,.0f} members/s) → {r.path}{backup}")
+                      f"({r.members_per_second:,.0f} members/s; shards {r.counts.text()}) → {r.path}{backup}")
             for w in r.warnings:
                 self._log(f"{r.fold}: warning: {w}")
         self.overall.setValue(self.overall.maximum())
         self.shard_bar.setValue(self.shard_bar.maximum())
         self.shard_label.setText(f"All {len(self.shard_ends)} shard(s) indexed")
+        reused, scanned = sum(r.counts.reused for r in results), sum(r.counts.scanned for r in results)
+        self.tables_label.setText(f"{reused} reused from the cache, {scanned} scanned")
         elapsed = time.perf_counter() - self.started
         rows = sum(r.n_rows for r in results)
         self.rate.setText(f"Done in {human_seconds(elapsed)}: {rows:,} rows"

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from itarcore.audit.rows import checksums_ok
+from itarcore.executors import task_runner
 from itarcore.formats.tar_fields import BLOCK
+from itarcore.indexing.cache import ShardCache
 from itarcore.indexing.indexer import SHARD_PATTERN, discover_folds
 from itarcore.jobs import IndexResult, index_fold
 from itarcore.progress import CancelToken, Progress, ProgressCallback
@@ -145,17 +147,23 @@ def human_seconds(seconds: float) -> str:
 
 
 def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, contiguous: bool, if_exists: str,
-               progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> list[IndexResult]:
-    """Run ``index_fold`` for each (fold, shards, output); progress is in bytes over all folds."""
+               executor: str = "threads", cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+               cancel: CancelToken | None = None) -> list[IndexResult]:
+    """Run ``index_fold`` for each (fold, shards, output) with one executor; progress is in bytes over all folds.
+
+    ``Progress.message`` is the current fold's shard counts (reused, scanned).
+    """
     total = sum(p.stat().st_size for _, shards, _ in jobs_list for p in shards)
     base = 0
     results = []
-    for fold, shards, output in jobs_list:
-        def relay(p: Progress, base: int = base, fold: str = fold) -> None:
-            if progress is not None:
-                progress(Progress(base + p.done, total, p.unit, p.current, p.rate, fold))
+    with task_runner(executor, jobs) as runner:  # a Dask cluster starts once, and only if a shard needs a scan
+        for fold, shards, output in jobs_list:
+            def relay(p: Progress, base: int = base) -> None:
+                if progress is not None:
+                    progress(Progress(base + p.done, total, p.unit, p.current, p.rate, p.message))
 
-        results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
-                                  if_exists=if_exists, progress=relay, cancel=cancel))
-        base += results[-1].total_bytes
+            results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
+                                      if_exists=if_exists, executor=runner, cache=cache, progress=relay,
+                                      cancel=cancel))
+            base += results[-1].total_bytes
     return results
