@@ -1,6 +1,6 @@
 """Per-shard member tables cached on disk, so a rerun scans only new or changed shards.
 
-A shard's entry is keyed by its identity: real path, size and mtime (nanoseconds).
+A shard's entry is keyed by its identity: absolute path, size and mtime (nanoseconds).
 Any change to one of them is a different key, so a stale entry is never read; it is
 simply no longer used. Entries are written atomically (temporary file + rename), so a
 killed run leaves only whole entries, and every entry it finished is reused by the next.
@@ -19,16 +19,17 @@ identity under the same key) counts as absent: the shard is scanned again.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xxhash
 
-from ..atomic import atomic_write
 from .indexer import ShardMembers
 
 CACHE_VERSION = 1
@@ -56,7 +57,7 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class ShardIdentity:
-    """What makes a cached table valid for a shard: the same real path, size and mtime."""
+    """What makes a cached table valid for a shard: the same absolute path, size and mtime."""
 
     path: str
     size: int
@@ -64,9 +65,9 @@ class ShardIdentity:
 
     @classmethod
     def of(cls, path: str | os.PathLike[str]) -> ShardIdentity:
-        real = os.path.realpath(path)
-        st = os.stat(real)
-        return cls(real, st.st_size, st.st_mtime_ns)
+        full = os.path.abspath(path)  # not realpath: resolving links costs a stat per path component
+        st = os.stat(full)
+        return cls(full, st.st_size, st.st_mtime_ns)
 
     @property
     def key(self) -> str:
@@ -87,16 +88,28 @@ class ShardCache:
     def load(self, identity: ShardIdentity) -> ShardMembers | None:
         """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
         try:
-            data = self.entry_path(identity).read_bytes()
+            with open(self.entry_path(identity), "rb") as fh:
+                data = bytearray(fh.read())  # writable: the arrays are views of it
             return _decode(data, identity)
         except (OSError, ValueError, KeyError, TypeError, struct.error):
             return None
 
     def store(self, identity: ShardIdentity, members: ShardMembers) -> Path:
+        """Write the entry whole or not at all: a temporary file renamed over the entry.
+
+        No fsync: after a crash an entry may be cut short, and a cut entry reads as absent
+        (the shard is scanned again), while an fsync per entry would cost more than small
+        shards take to scan.
+        """
         target = self.entry_path(identity)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(target) as fh:
-            fh.write(_encode(identity, members))
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        try:
+            tmp.write_bytes(_encode(identity, members))
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return target
 
     def entries(self) -> list[Path]:
@@ -124,7 +137,7 @@ def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
     return bytes(out)
 
 
-def _decode(data: bytes, identity: ShardIdentity) -> ShardMembers | None:
+def _decode(data: bytearray, identity: ShardIdentity) -> ShardMembers | None:
     magic, head_len = _HEAD.unpack_from(data, 0)
     if magic != MAGIC:
         return None
@@ -137,9 +150,8 @@ def _decode(data: bytes, identity: ShardIdentity) -> ShardMembers | None:
     for name, dtype, shape, at in header["arrays"]:
         if name not in _ARRAYS or np.dtype(dtype) != np.dtype(_ARRAYS[name]):
             return None
-        count = int(np.prod(shape, dtype=np.int64))
-        arr = np.frombuffer(data, dtype, count, start + at).reshape(shape)  # raises ValueError when cut short
-        arrays[name] = arr.astype(arr.dtype.newbyteorder("="), copy=True)  # own, writable, native order
+        arr = np.frombuffer(data, dtype, math.prod(shape), start + at).reshape(shape)  # ValueError when cut short
+        arrays[name] = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
     if set(arrays) != set(_ARRAYS):
         return None
     n = len(arrays["keyhash"])

@@ -44,3 +44,21 @@ def test_bench_tbl_quick_prints_both_routes() -> None:
         for route in ("itarcore", "turboloader"):
             assert re.search(rf"^\s*[\d,]+\s+[\d.]+ {where}\s+{route}\s+[\d.]+\s+[\d,]+\s+[\d.]+$", out, re.MULTILINE), (where, route)
         assert f"speed-up ({where}):" in out
+
+
+def test_bench_scale_quick_prints_every_executor_and_the_cache_runs(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    out = run("bench_scale.py", "--quick", "--dir", str(tmp_path))
+    shards = sorted(tmp_path.glob("bench_*.tar"))
+    assert len(shards) == 256
+    members = 0
+    for p in shards:
+        with tarfile.open(p) as tar:
+            members += len(tar.getmembers())
+    assert f"256 shards, {members:,} members" in out
+    for route in ("threads (--jobs 2)", "processes:2", "dask LocalCluster 2x1"):
+        assert re.search(rf"^{re.escape(route)}\s+[\d.]+\s+[\d.]+\s+[\d,]+\s+[\d.]+$", out, re.MULTILINE), route
+    assert "identical bytes across executors: yes" in out
+    assert "257 entries" in out  # 256 tables, and the changed shard's new one
+    for page_cache in ("cold", "warm"):
+        assert re.search(rf"^{page_cache}\s+[\d.]+\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+[\d.]+%$", out, re.MULTILINE)
