@@ -7,6 +7,8 @@ not depend on where or in which order the shards were checked.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..executors import ExecutorSpec, TaskRunner, task_runner
@@ -33,7 +35,7 @@ def audit_shards(tasks: list[tuple], executor: str | ExecutorSpec | TaskRunner, 
                     raise exc
                 audits[tasks[i][0]] = audit
                 done += len(tasks[i][2])
-                reporter.update(done, current=audit.path.rsplit("/", 1)[-1])
+                reporter.update(done, current=os.path.basename(audit.path))
         finally:
             results.close()
     return audits
