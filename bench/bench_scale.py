@@ -120,7 +120,7 @@ def run(folder: Path, args: argparse.Namespace) -> None:
 
         t0 = time.perf_counter()
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+                          dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
             startups["Dask LocalCluster"] = time.perf_counter() - t0
             routes["dask LocalCluster 2x1"] = index_with("dask LocalCluster 2x1", DaskRunner(client))
     members = 0

@@ -193,8 +193,9 @@ class DaskRunner(TaskRunner):
             except (OSError, TimeoutError) as exc:
                 raise ExecutorError(f"dask scheduler {address}: cannot connect ({exc})") from exc
             return cls(client, own_client=True)
+        # Loopback only; its HTTP endpoint (health, a dashboard if bokeh is installed) on any free port.
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                               host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
         try:
             client = Client(cluster)
         except BaseException:

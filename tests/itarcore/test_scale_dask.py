@@ -29,7 +29,7 @@ FOLDS = ("mixed", "train", "val")
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=logging.ERROR) as local:
+                                  dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as local:
         yield local
 
 
@@ -156,3 +156,20 @@ def test_cli_index_and_verify_on_the_cluster_address(webds: Path, data_dir: Path
     assert remote == local
     kinds = {f["kind"] for f in json.loads(local)["findings"]}
     assert {"bad_header", "truncated_shard"} <= kinds
+
+
+def test_cli_local_cluster_is_started_and_closed(webds: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+                                                 ) -> None:
+    import psutil  # a dependency of distributed
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}  # the module's cluster
+    for p in webds.glob("*.taridx"):
+        p.unlink()
+    assert main(["index", str(webds), "--executor", "dask", "--no-cache", "--json"]) == 0
+    assert [json.loads(line)["scanned"] for line in capsys.readouterr().out.splitlines()] == [2, 3, 1]
+    for fold in FOLDS:
+        assert (webds / f"{fold}.taridx").read_bytes() == (data_dir / "taridx" / "webds" / f"{fold}.taridx").read_bytes()
+    left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == []  # its LocalCluster's scheduler, nannies and workers are gone
