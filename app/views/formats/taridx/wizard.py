@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from app.views.formats.taridx.wizard_pages import OptionsPage, RunPage, SourcePage
+from app.views.formats.taridx.wizard_pages import OptionsPage, SourcePage
+from app.views.formats.taridx.wizard_run import RunPage
 from app.views.formats.taridx.wizard_source import human_bytes
 from itarcore.jobs import IndexResult
 
