@@ -66,5 +66,5 @@ def _private_shard_cache(tmp_path_factory):
     """Index runs that use the default shard cache write to a temp folder, never the user's cache."""
     from itarcore.indexing.cache import ENV_CACHE_DIR
 
-    os.environ[ENV_CACHE_DIR] = str(tmp_path_factory.mktemp("shard-cache"))
+    os.environ[ENV_CACHE_DIR] = str(tmp_path_factory.mktemp("itarcore-cache"))
     yield

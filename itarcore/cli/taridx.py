@@ -172,8 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one --fold)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan N shards at a time, in threads (default 1)")
     _executor_option(p, "scans")
-    p.add_argument("--cache", metavar="DIR", help="shard table cache (default: the user cache folder, "
-                   "e.g. ~/.cache/itar-browser/shards)")
+    p.add_argument("--cache", metavar="DIR", help="cache folder; shard tables go to DIR/shards (default: "
+                   "$ITARCORE_CACHE_DIR or the user cache folder, e.g. ~/.cache/itar-browser)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the shard table cache")
     p.add_argument("--contiguous", action="store_true",
                    help="reorder rows by (keyhash, crashid) so every sample's rows are adjacent")

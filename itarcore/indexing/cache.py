@@ -34,7 +34,8 @@ from .indexer import ShardMembers
 
 CACHE_VERSION = 1
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
-ENV_CACHE_DIR = "ITARCORE_CACHE_DIR"  # overrides the default folder (the tests point it at a temp dir)
+ENV_CACHE_DIR = "ITARCORE_CACHE_DIR"  # itarcore's cache folder (the tests point it at a temp dir)
+SUBFOLDER = "shards"  # beside other caches of the same folder
 _ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
     "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
     "ext_codes": "<i8", "run_starts": "<i8",
@@ -42,17 +43,23 @@ _ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
 _HEAD = struct.Struct("<8sI")
 
 
-def default_cache_dir() -> Path:
-    """The user cache folder for shard tables: ``$ITARCORE_CACHE_DIR``, else the platform's cache dir."""
+def cache_root() -> Path:
+    """itarcore's cache folder: ``$ITARCORE_CACHE_DIR``, else the platform's user cache folder."""
     override = os.environ.get(ENV_CACHE_DIR)
     if override:
         return Path(override)
     if sys.platform == "win32":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / "itar-browser" / "Cache" / "shards"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "itar-browser" / "shards"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "itar-browser" / "shards"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "itar-browser"
+
+
+def default_cache_dir() -> Path:
+    """Where shard tables go by default: ``shards`` in :func:`cache_root`."""
+    return cache_root() / SUBFOLDER
 
 
 @dataclass(frozen=True)
@@ -76,10 +83,10 @@ class ShardIdentity:
 
 
 class ShardCache:
-    """A folder of cached shard tables (created on the first store)."""
+    """Cached shard tables in ``<root>/shards`` (root: ``--cache DIR``, default :func:`cache_root`)."""
 
-    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
-        self.folder = Path(folder) if folder is not None else default_cache_dir()
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.folder = (Path(root) if root is not None else cache_root()) / SUBFOLDER
 
     def entry_path(self, identity: ShardIdentity) -> Path:
         key = identity.key
