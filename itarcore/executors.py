@@ -194,8 +194,11 @@ class DaskRunner(TaskRunner):
                 raise ExecutorError(f"dask scheduler {address}: cannot connect ({exc})") from exc
             return cls(client, own_client=True)
         # Loopback only; its HTTP endpoint (health, a dashboard if bokeh is installed) on any free port.
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+        try:
+            cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+        except Exception as exc:  # Dask reports a failed start in many ways; say which step failed
+            raise ExecutorError(f"could not start a local Dask cluster: {exc}") from exc
         try:
             client = Client(cluster)
         except BaseException:
