@@ -114,7 +114,7 @@ class _FoldRun:
 
     def scan(self, runner: TaskRunner) -> None:
         compiled = jit.worthwhile(sum(self.sizes[fid] for fid in self.todo))  # one choice for the whole run
-        workers = runner.local_workers
+        workers = min(runner.local_workers, len(self.todo)) if runner.local_workers else 0
         threads = max(1, scan_threads() // workers) if workers else 1  # threads one shard's scan may use besides
         stop = self.cancel.child() if self.cancel is not None else CancelToken()  # also stops scans on an error
         if runner.in_process:  # threads: progress from inside each shard, and a cancel that stops a scan midway

@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
+from .. import __version__
 from .indexer import ShardMembers
 
-CACHE_VERSION = 1
+CACHE_VERSION = 1  # bump when the file layout, or what a scan puts in a shard's table, changes
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
 ENV_CACHE_DIR = "ITARCORE_CACHE_DIR"  # itarcore's cache folder (the tests point it at a temp dir)
 SUBFOLDER = "shards"  # beside other caches of the same folder
@@ -78,7 +79,8 @@ class ShardIdentity:
 
     @property
     def key(self) -> str:
-        text = f"v{CACHE_VERSION}\0{self.path}\0{self.size}\0{self.mtime_ns}"
+        # itarcore's version too: a release that splits names differently must not reuse older tables
+        text = f"v{CACHE_VERSION}\0{__version__}\0{self.path}\0{self.size}\0{self.mtime_ns}"
         return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogateescape"))
 
 
