@@ -20,7 +20,7 @@ from ..formats.tar import scan_threads
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from . import jit
 from .cache import ShardCache, ShardIdentity
-from .indexer import FoldIndex, ShardMembers, merge_shards, shard_members
+from .indexer import MAX_SHARDS, FoldIndex, ShardMembers, merge_shards, shard_members
 
 
 @dataclass
@@ -74,6 +74,8 @@ def build_fold(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: bo
     Without a cache the first failing shard stops the run; with one, the other shards are
     still scanned and cached, then :class:`ShardsFailed` names the failures.
     """
+    if len(shards) > MAX_SHARDS:  # before any scan: the merge could not hold them
+        raise DatasetError(f"{len(shards)} shards: a fold can have at most {MAX_SHARDS} (fid is u16)")
     run = _FoldRun([os.fspath(p) for p in shards], cache, progress, cancel)
     if run.todo:
         with task_runner(executor, jobs) as runner:
