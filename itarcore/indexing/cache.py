@@ -1,8 +1,8 @@
 """Per-shard member tables cached on disk, so a rerun scans only new or changed shards.
 
 A shard's entry is keyed by its identity: absolute path, size and mtime (nanoseconds).
-Any change to one of them is a different key, so a stale entry is never read; it is
-simply no longer used. Entries are written atomically (temporary file + rename), so a
+Any change to one of them is a different key, so a stale entry is never read; storing
+a shard's new table removes the entries of its older versions. Entries are written atomically (temporary file + rename), so a
 killed run leaves only whole entries, and every entry it finished is reused by the next.
 
 File layout (version 1), little endian, chosen over ``.npz`` because a fold of 10^5
@@ -18,6 +18,7 @@ identity under the same key) counts as absent: the shard is scanned again.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -78,10 +79,15 @@ class ShardIdentity:
         return cls(full, st.st_size, st.st_mtime_ns)
 
     @property
+    def path_key(self) -> str:
+        return xxhash.xxh3_64_hexdigest(self.path.encode("utf-8", "surrogateescape"))
+
+    @property
     def key(self) -> str:
+        """``<path key>-<version key>``: entries of one shard share the prefix, so older versions can go."""
         # itarcore's version too: a release that splits names differently must not reuse older tables
         text = f"v{CACHE_VERSION}\0{__version__}\0{self.path}\0{self.size}\0{self.mtime_ns}"
-        return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogateescape"))
+        return f"{self.path_key}-{xxhash.xxh3_64_hexdigest(text.encode('utf-8', 'surrogateescape'))}"
 
 
 class ShardCache:
@@ -119,7 +125,17 @@ class ShardCache:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        self._drop_older_versions(target, identity.path_key)
         return target
+
+    def _drop_older_versions(self, kept: Path, path_key: str) -> None:
+        """Entries of earlier versions of the same shard: never read again, so the cache does not grow."""
+        prefix = path_key + "-"
+        with os.scandir(kept.parent) as found:
+            stale = [e.path for e in found if e.name.startswith(prefix) and e.name != kept.name]
+        for path in stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def entries(self) -> list[Path]:
         """Every entry file of this cache version (for tests, pruning and counts)."""

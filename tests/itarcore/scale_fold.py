@@ -91,3 +91,8 @@ def wait_for_gate(gate: str, started_dir: str, n: int) -> int:
     Path(started_dir, f"task-{n}").write_text(str(os.getpid()))
     wait_until(lambda: os.path.exists(gate))
     return n
+
+
+def queued_on_worker(dask_worker) -> int:
+    """Tasks a Dask worker holds but has not started (run on each worker by ``Client.run``)."""
+    return sum(1 for ts in dask_worker.state.tasks.values() if ts.state in ("ready", "constrained", "waiting"))
