@@ -18,6 +18,7 @@ cancelled. A Dask worker that dies mid-task is replaced and its task rerun by Da
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import multiprocessing
@@ -96,6 +97,16 @@ class TaskRunner:
         for f in futures:
             f.cancel()
 
+    def fetch(self, futures: list) -> list[tuple[Any, Any, BaseException | None]]:
+        """``(future, result, None)`` or ``(future, None, exception)`` for completed futures."""
+        out = []
+        for f in futures:
+            try:
+                out.append((f, f.result(), None))
+            except Exception as exc:  # noqa: BLE001 - a task's own error, handed to the caller
+                out.append((f, None, exc))
+        return out
+
     def close(self) -> None:
         """Release workers; waits for running tasks (a thread or process cannot be stopped mid-task)."""
 
@@ -110,12 +121,14 @@ class TaskResults:
     """``(task number, result, None)`` or ``(task number, None, exception)`` in completion order.
 
     Raises ``Cancelled`` (after cancelling what has not started) when the cancel token is set.
+    Results that complete together are fetched together (one round trip for a batch on Dask).
     """
 
     def __init__(self, runner: TaskRunner, futures: list, cancel: CancelToken | None) -> None:
         self.runner, self.futures, self.cancel = runner, futures, cancel
         self.number = {id(f): i for i, f in enumerate(futures)}
         self.done: queue.Queue = queue.Queue()
+        self.ready: collections.deque = collections.deque()
         for f in futures:
             f.add_done_callback(self.done.put)
 
@@ -123,21 +136,27 @@ class TaskResults:
         return self
 
     def __next__(self) -> tuple[int, Any, BaseException | None]:
-        while self.number:
+        while True:
             if self.cancel is not None and self.cancel.cancelled:
                 self.close()
                 self.cancel.raise_if_cancelled()
+            if self.ready:
+                return self.ready.popleft()
+            if not self.number:
+                raise StopIteration
             try:
-                future = self.done.get(timeout=POLL_SECONDS)
+                batch = [self.done.get(timeout=POLL_SECONDS)]
             except queue.Empty:
                 continue
-            i = self.number.pop(id(future))
-            self.futures[i] = None  # the result is the caller's now: let the executor forget it
-            try:
-                return i, future.result(), None
-            except Exception as exc:  # noqa: BLE001 - a task's own error, handed to the caller
-                return i, None, exc
-        raise StopIteration
+            while True:
+                try:
+                    batch.append(self.done.get_nowait())
+                except queue.Empty:
+                    break
+            for future, result, exc in self.runner.fetch(batch):
+                i = self.number.pop(id(future))
+                self.futures[i] = None  # the result is the caller's now: let the executor forget it
+                self.ready.append((i, result, exc))
 
     def close(self) -> None:
         pending = [f for f in self.futures if f is not None and not f.done()]
@@ -215,6 +234,12 @@ class DaskRunner(TaskRunner):
     def cancel_futures(self, futures: list) -> None:
         with contextlib.suppress(Exception):  # a closing client may refuse; the tasks die with it
             self.client.cancel(futures)
+
+    def fetch(self, futures: list) -> list[tuple[Any, Any, BaseException | None]]:
+        finished = [f for f in futures if f.status == "finished"]
+        results = self.client.gather(finished) if finished else []  # one round trip, not one per task
+        out = list(zip(finished, results, [None] * len(finished)))
+        return out + super().fetch([f for f in futures if f.status != "finished"])
 
     def close(self) -> None:
         if self.own_client:
