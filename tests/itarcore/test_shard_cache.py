@@ -211,6 +211,21 @@ def test_cli_update(fold64: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (fold64 / "big.taridx").read_bytes() == clean_index(sorted(fold64.glob("big_*.tar")), tmp_path)
 
 
+def test_cli_names_failed_shards_and_the_rerun_scans_only_them(fold64: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    cache = str(tmp_path / "cache")
+    bad = fold64 / "big_0030.tar"
+    good = bad.read_bytes()
+    bad.write_bytes(good[:2000])
+    assert main(["index", str(fold64), "--cache", cache, "--jobs", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 64 shard(s) could not be indexed (0 reused, 63 scanned, 1 failed" in err[0]
+    assert "big_0030.tar" in err[0] and not (fold64 / "big.taridx").exists()
+    bad.write_bytes(good)
+    (out,) = cli_json(["index", str(fold64), "--cache", cache, "--json"], capsys)
+    assert (out["reused"], out["scanned"], out["failed"]) == (63, 1, 0)
+
+
 @pytest.mark.parametrize("argv", [["index", "--update", "x.taridx", "--no-cache"], ["index", "r", "--update", "x"],
                                   ["index", "r", "--executor", "cluster"], ["index", "r", "--executor", "processes:0"],
                                   ["verify", "x.taridx", "--executor", "dask"]])
