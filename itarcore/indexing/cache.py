@@ -95,15 +95,19 @@ class ShardCache:
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.folder = (Path(root) if root is not None else cache_root()) / SUBFOLDER
+        self._versioned = os.fspath(self.folder / f"v{CACHE_VERSION}")
 
     def entry_path(self, identity: ShardIdentity) -> Path:
+        return Path(self._entry(identity))
+
+    def _entry(self, identity: ShardIdentity) -> str:  # plain strings: pathlib costs more than the read here
         key = identity.key
-        return self.folder / f"v{CACHE_VERSION}" / key[:2] / f"{key}.members"
+        return os.path.join(self._versioned, key[:2], key + ".members")
 
     def load(self, identity: ShardIdentity) -> ShardMembers | None:
         """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
         try:
-            with open(self.entry_path(identity), "rb") as fh:
+            with open(self._entry(identity), "rb") as fh:
                 data = bytearray(fh.read())  # writable: the arrays are views of it
             return _decode(data, identity)
         except (OSError, ValueError, KeyError, TypeError, struct.error):
