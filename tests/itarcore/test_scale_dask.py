@@ -84,7 +84,7 @@ def test_dask_gives_the_bytes_of_threads_on_64_shards(fold64: Path, tmp_path: Pa
     assert (fold64 / "big.taridx").read_bytes() == threads_bytes(shards, tmp_path)
     done = [p.done for p in seen]
     assert done == sorted(done) and done[-1] == sum(p.stat().st_size for p in shards)
-    assert len(set(done)) > 8  # progress moved as shards completed, not only at the end
+    assert 0 < done[0] < done[-1]  # the first report came with the first finished shard, not at the end
     assert seen[-1].message == "0 reused, 64 scanned"
 
 
