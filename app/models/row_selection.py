@@ -204,4 +204,4 @@ def compute_view(table: Table, flt: RowFilter, key: SortKey | None, partial: Par
     n_sorted = table.n_rows if rows is None else len(rows)
     if partial is not None and n_sorted >= two_step_rows:
         partial("head", first_window(table, key, rows, first, cancel), n_sorted)
-    return full_order(table, key, rows, progress, cancel)
+    return full_order(table, key, rows, progress=progress, cancel=cancel)
