@@ -25,7 +25,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from app.workers import JobWorker
 from itarcore.document import Column, Table
 
-WINDOW = 100_000
+WINDOW = 20_000  # rows Qt sees: its headers do O(window) work on every layout change
 LAZY_CACHE_LIMIT = 500_000  # resolved lazy values kept (and searchable by the substring filter)
 
 _NUMERIC = {"int", "hex", "size", "float"}
@@ -34,6 +34,12 @@ _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 _ROOT = QModelIndex()
 Index = QModelIndex | QPersistentModelIndex
 PENDING = "…"  # a lazy value being read in the background
+# Qt enums looked up once: an enum operation in Python costs microseconds, and paint calls these per cell
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_HORIZONTAL = Qt.Orientation.Horizontal
+_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 
 class WindowedTableModel(QAbstractTableModel):
@@ -259,39 +265,39 @@ class WindowedTableModel(QAbstractTableModel):
     def columnCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._columns)
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
+        if role == _DISPLAY:
             view_row, col = self.window_start + index.row(), index.column()
             if self.fetch_in_background and col in self._lazy:
                 return self._display_lazy(col, view_row)
             return self.text(view_row, col)
-        if role == Qt.ItemDataRole.TextAlignmentRole:
+        if role == _ALIGN:
             return self._align[index.column()]
-        if role == Qt.ItemDataRole.ToolTipRole and self.cell_tooltips:
+        if role == _TOOLTIP and self.cell_tooltips:
             # the whole value, for a cell too narrow to show it
             return self.data(index) or None
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal:
-            if role == Qt.ItemDataRole.DisplayRole:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:
+        if orientation == _HORIZONTAL:
+            if role == _DISPLAY:
                 return self._columns[section].title
-            if role == Qt.ItemDataRole.ToolTipRole:
+            if role == _TOOLTIP:
                 col = self._columns[section]
                 sortable = "\n(read on demand: cannot be sorted)" if col.lazy else "\nClick to sort."
                 return (col.tooltip or col.title) + sortable
             return None
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             src = self.source_row(self.window_start + section)
             return str(src) if src >= 0 else PENDING
-        if role == Qt.ItemDataRole.ToolTipRole and self.source_row(self.window_start + section) < 0:
+        if role == _TOOLTIP and self.source_row(self.window_start + section) < 0:
             return "Still sorting: this part of the order is not known yet."
-        if role == Qt.ItemDataRole.TextAlignmentRole:
+        if role == _ALIGN:
             return _RIGHT
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _FLAGS
 
 
 def _resolve(column: Column, rows: np.ndarray) -> list[Any]:
