@@ -123,7 +123,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print_json({"fold": r.fold, "path": str(r.path), "rows": r.n_rows, "stems": r.n_stems,
                         "extensions": dict(r.extensions), "crash_stems": r.crash_stems,
                         "contiguous": r.contiguous, "seconds": round(r.seconds, 3), "shards": len(r.shards),
-                        "warnings": r.warnings})
+                        "warnings": r.warnings, "route": r.route, "route_reason": r.route_reason})
         else:
             print(f"{r.path}: {r.n_rows:,} rows, {r.n_stems:,} stems, {len(r.extensions)} extensions, "
                   f"{len(r.crash_stems)} crash stems, {'contiguous' if r.contiguous else 'not contiguous'}, "

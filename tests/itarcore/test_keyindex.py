@@ -227,3 +227,30 @@ def test_key_file_is_named_by_index_path(tmp_path: Path) -> None:
         want = xxhash.xxh64(os.path.realpath(tmp_path / "n.taridx").encode()).hexdigest() + ".keys"
         assert built.path == tmp_path / "c" / "keys" / want
         built.close()
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_fence_blocks_at_every_edge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_order: bool) -> None:
+    """A tiny fence stride: keys spanning many blocks, sitting on block edges, below the first and past the last."""
+    from itarcore.keyindex import build, store
+
+    monkeypatch.setattr(store, "FENCE_STRIDE", 4)
+    monkeypatch.setattr(build, "FENCE_STRIDE", 4)
+    rows = generated_rows(2000, 60, seed=11)
+    rows["keyhash"][::3] = rows["keyhash"][0]  # one key spans a third of all positions
+    if in_order:
+        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
+    path = tmp_path / "f.taridx"
+    write_taridx(path, rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    with read_taridx(path) as index:
+        ki = build_key_index(index, tmp_path / "c", chunk_rows=37)
+        assert ki.kind == ("in_order" if in_order else "sorted")
+        keys = sorted(set(rows["keyhash"].tolist()))
+        probes = {*keys, keys[0] - 1, keys[-1] + 1, 0, 2**64 - 1}
+        for kh in probes:
+            for cid in (0, 1, 2):
+                assert ki.lookup(kh, cid).tolist() == scan_truth(rows, kh, cid), (kh, cid)
+        ki.close()
+        reopened = KeyIndex.open_cached(index, tmp_path / "c")
+        assert reopened is not None and reopened.lookup(keys[0], 0).tolist() == scan_truth(rows, keys[0], 0)
+        reopened.close()
