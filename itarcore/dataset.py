@@ -256,15 +256,17 @@ class Dataset:
                         cancel: CancelToken | None = None) -> KeyIndex:
         """Build the key index into the cache and attach it (a job: run it in a worker).
 
-        When the cache folder cannot be written, the key index goes to a private temporary
-        folder removed at :meth:`close`.
+        When the cache folder cannot be written (read-only, full, not a folder), the key
+        index goes to a private temporary folder removed at :meth:`close`.
         """
         self._building_keys += 1
         try:
             try:
                 built = build_key_index(self.index, self._private_cache or self.cache_dir,
                                         progress=progress, cancel=cancel)
-            except PermissionError:
+            except OSError:
+                if self._private_cache is not None:
+                    raise
                 self._private_cache = self._private_cache or tempfile.mkdtemp(prefix="itar-keys-")
                 built = build_key_index(self.index, self._private_cache, progress=progress, cancel=cancel)
         finally:

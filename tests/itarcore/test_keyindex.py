@@ -254,3 +254,17 @@ def test_fence_blocks_at_every_edge(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         reopened = KeyIndex.open_cached(index, tmp_path / "c")
         assert reopened is not None and reopened.lookup(keys[0], 0).tolist() == scan_truth(rows, keys[0], 0)
         reopened.close()
+
+
+def test_unwritable_cache_falls_back_to_a_private_folder(tmp_path: Path) -> None:
+    rows = generated_rows(500, 80, seed=12)
+    write_taridx(tmp_path / "u.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_bytes(b"x")
+    with Dataset.open(tmp_path / "u.taridx", cache_dir=not_a_folder) as ds:
+        built = ds.build_key_index()
+        assert built.path is not None and not built.path.is_relative_to(tmp_path)
+        kh = int(rows["keyhash"][0])
+        assert ds.lookup_key(kh, int(rows["crashid"][0])).tolist() == scan_truth(rows, kh, int(rows["crashid"][0]))
+        private = built.path.parents[1]
+    assert not private.exists()  # removed at close
