@@ -297,14 +297,17 @@ class Dataset:
         """Rows with this (keyhash, crashid), by a scan of the keyhash column.
 
         Memory-bound, so chunks go to two threads (numpy releases the GIL while
-        comparing) to use both cores on big indexes.
+        comparing) to use both cores on big indexes. Each chunk's pages are released
+        behind it, so the resident size stays at a few chunks.
         """
         kh, cid = self.rows["keyhash"], self.rows["crashid"]
         target = np.uint64(keyhash)
 
         def scan(start: int) -> np.ndarray:
             match = np.flatnonzero(kh[start : start + chunk] == target)
-            return match[cid[start + match] == crashid] + start
+            found = match[cid[start + match] == crashid] + start
+            self.index.release_rows(start, start + chunk)  # a scan of a 32 GB index must not stay resident
+            return found
 
         starts = range(0, self.n_rows, chunk)
         if len(starts) > 2:

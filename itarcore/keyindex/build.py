@@ -193,7 +193,7 @@ def _merge_runs(runs_fd: int, spans: list[tuple[int, int]], layout: KeyFileLayou
     ``FENCE_STRIDE``-th key of the output).
     """
     n, row_dtype = layout.n_rows, row_dtype_for(layout.n_rows)
-    block = max(1024, budget // (2 * max(1, len(spans))))  # buffers refill to 2 blocks: a batch <= budget
+    block = max(256, budget // (2 * max(1, len(spans))))  # buffers refill to 2 blocks: a batch <= budget
     runs = [_Run(s, e, np.zeros(0, np.uint64), np.zeros(0, row_dtype)) for s, e in spans]
 
     def read_more(run: _Run) -> None:
@@ -226,7 +226,7 @@ def _merge_runs(runs_fd: int, spans: list[tuple[int, int]], layout: KeyFileLayou
         crash_order.apply(keys, rows)
         _pwrite_all(out_fd, keys, layout.off_keys + done * 8)
         _pwrite_all(out_fd, rows, layout.off_order + done * row_dtype.itemsize)
-        fence.append(keys[(-done) % FENCE_STRIDE :: FENCE_STRIDE])
+        fence.append(keys[(-done) % FENCE_STRIDE :: FENCE_STRIDE].copy())  # a view would keep the batch alive
         done += len(keys)
         reporter.update(2 * n + done)
     return np.concatenate(fence)

@@ -268,3 +268,20 @@ def test_unwritable_cache_falls_back_to_a_private_folder(tmp_path: Path) -> None
         assert ds.lookup_key(kh, int(rows["crashid"][0])).tolist() == scan_truth(rows, kh, int(rows["crashid"][0]))
         private = built.path.parents[1]
     assert not private.exists()  # removed at close
+
+
+def test_build_memory_is_bounded_by_the_chunk_not_the_index(tmp_path: Path) -> None:
+    """Peak numpy allocations (tracemalloc) follow chunk_rows, whatever the number of rows."""
+    import tracemalloc
+
+    rows = generated_rows(1_200_000, 400_000, seed=13)
+    write_taridx(tmp_path / "m.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    with read_taridx(tmp_path / "m.taridx") as index:
+        tracemalloc.start()
+        try:
+            build_key_index(index, tmp_path / "c", chunk_rows=16384).close()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    # ~3 MB: one chunk's sort or one merge batch; the key order alone would be 1.2M x 12 bytes = 14.4 MB
+    assert peak < 6 << 20, f"peak {peak:,} bytes for 16,384-row chunks of a 1,200,000-row index"
