@@ -90,7 +90,7 @@ def test_filter_by_enum_range_and_key_match_numpy_truth():
 
 def test_substring_on_lazy_column_reads_every_name_and_reports_first_matches_early():
     resolver = StemResolver()
-    table, cols = make_table(resolver)
+    table, _ = make_table(resolver)
     first: list[np.ndarray] = []
     got = filter_rows(table, RowFilter(substring=("stem", "PLE0001")), on_first=first.append, first=5)
     # every row's name was read, though none was ever shown: no false negatives, case-insensitive
