@@ -190,6 +190,7 @@ class MainWindow(QMainWindow):
         tab.failed.connect(lambda msg, t=tab: self._tab_failed(t, msg))
         tab.exported.connect(lambda p, n: self.status.show_message(f"Wrote {n:,} rows to {p}"))
         tab.viewApplied.connect(lambda t=tab: self.status.set_rows(t.model.n_view, t.table.n_rows))
+        tab.viewPartial.connect(self.status.rows_label.setText)  # "≥ N rows (counting…)"
         if table.drill is not None:  # double-click or Enter drills down; a single click only selects
             tab.grid.rowActivated.connect(lambda view_row, t=tab: self._drill(t, view_row))
 

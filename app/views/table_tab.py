@@ -31,6 +31,7 @@ class _Partials(QObject):
 
 class TableTab(QWidget):
     viewApplied = Signal()  # a filter/sort result is on screen
+    viewPartial = Signal(str)  # an early answer is on screen; the text says how many rows so far
     busy = Signal(str)  # what a worker is doing
     progressed = Signal(object)  # itarcore Progress of the running job
     idle = Signal()
@@ -131,6 +132,7 @@ class TableTab(QWidget):
             self.filter_bar.set_count(int(n_total or 0), self.table.n_rows, busy="", note="sorting…")
         else:
             self.filter_bar.set_count(len(rows), self.table.n_rows, at_least=True)
+        self.viewPartial.emit(self.filter_bar.count_label.text())
 
     def _on_cancelled(self, generation: int) -> None:
         """A cancelled job (not one replaced by a newer request) leaves the previous view in place."""
