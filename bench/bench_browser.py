@@ -137,10 +137,13 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     out["RSS growth"] = f"{rss_mb() - rss0:.0f} MB"
 
     ds = w.document.source
-    t = time.perf_counter()
-    rows = ds.lookup_stem(NEEDLE) if ds.key_index is None else tab.table.lookup(NEEDLE)
-    out["stem lookup, scan"] = f"{(time.perf_counter() - t) * 1000:.0f} ms"
-    assert rows.tolist() == [n_rows * 2 // 3]
+    scans = []
+    for _ in range(2):  # the first scan reads the cold file from disk, the second the page cache
+        t = time.perf_counter()
+        rows = ds.lookup_stem(NEEDLE)
+        scans.append(time.perf_counter() - t)
+        assert ds.key_index is None and rows.tolist() == [n_rows * 2 // 3]
+    out["stem lookup, scan"] = f"{scans[1] * 1000:.0f} ms warm ({scans[0] * 1000:.0f} ms cold)"
     t = time.perf_counter()
     ds.build_key_index()
     build_s = time.perf_counter() - t
