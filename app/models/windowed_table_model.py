@@ -66,7 +66,8 @@ class WindowedTableModel(QAbstractTableModel):
         self.cell_tooltips = False  # the grid turns on tooltips with the full value of each cell
         self._fetching: dict[int, set[int]] = {i: set() for i in self._lazy}  # source rows being read
         self._fetch_pool: QThreadPool | None = None  # one private thread: never queued behind a long sort
-        self._fetch_workers: set[JobWorker] = set()
+        self._fetch_workers: dict[int, JobWorker] = {}  # running reads by serial number
+        self._fetch_serial = 0
 
     @staticmethod
     def _formatter(col: Column) -> Callable[[Any], str]:
@@ -220,21 +221,21 @@ class WindowedTableModel(QAbstractTableModel):
         if self._fetch_pool is None:
             self._fetch_pool = QThreadPool(self)
             self._fetch_pool.setMaxThreadCount(1)
-        worker = JobWorker(_resolve, self._columns[col], rows, pass_progress=False)
-        worker.returned.connect(lambda values, c=col, r=rows: self._fetched(c, r, values))
-        worker.finished.connect(lambda w=worker, c=col, r=rows: self._fetch_done(w, c, r))
-        self._fetch_workers.add(worker)
+        self._fetch_serial += 1
+        worker = JobWorker(_resolve_job, self._fetch_serial, col, self._columns[col], rows, pass_progress=False)
+        # a bound slot of this QObject: Qt drops the delivery if the model is deleted first (a closed file)
+        worker.returned.connect(self._fetched)
+        self._fetch_workers[self._fetch_serial] = worker
         worker.start(self._fetch_pool)
 
-    def _fetched(self, col: int, rows: np.ndarray, values: list[Any]) -> None:
+    def _fetched(self, result: tuple[int, int, np.ndarray, list[Any]]) -> None:
+        serial, col, rows, values = result
+        self._fetch_workers.pop(serial, None)
+        self._fetching[col].difference_update(rows.tolist())
         self._store(col, rows, values)
         if self.window_rows:
             self.dataChanged.emit(self.index(0, col), self.index(self.window_rows - 1, col))
         self.lazyFetched.emit()
-
-    def _fetch_done(self, worker: JobWorker, col: int, rows: np.ndarray) -> None:
-        self._fetch_workers.discard(worker)
-        self._fetching[col].difference_update(rows.tolist())
 
     @property
     def fetching(self) -> bool:
@@ -242,9 +243,10 @@ class WindowedTableModel(QAbstractTableModel):
 
     def stop_fetching(self) -> None:
         """Wait for the background reads (each is one screen of values) before the document closes."""
-        for worker in list(self._fetch_workers):
+        for worker in list(self._fetch_workers.values()):
             worker.quit()
             worker.done_event.wait(30)
+        self._fetch_workers.clear()
 
     def value(self, view_row: int, col: int) -> Any:
         """Raw value at a view row (not limited to the window)."""
@@ -298,6 +300,10 @@ class WindowedTableModel(QAbstractTableModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         return _FLAGS
+
+
+def _resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tuple[int, int, np.ndarray, list[Any]]:
+    return serial, col, rows, _resolve(column, rows)
 
 
 def _resolve(column: Column, rows: np.ndarray) -> list[Any]:

@@ -201,6 +201,7 @@ class TableTab(QWidget):
 
     def shutdown(self) -> None:
         """Cancel and wait for this tab's workers (a sort in numpy finishes its current call)."""
+        self._generation += 1  # results still queued for this tab are dropped, not applied to a closing view
         pool = QThreadPool.globalInstance()
         for w in list(self._workers):
             w.quit()
