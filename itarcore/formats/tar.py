@@ -20,17 +20,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ChecksumError, FormatError, TruncatedError
+from ..errors import FormatError, TruncatedError
 from ..indexing import jit
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .tar_fields import (
     BLOCK,
-    checksum_values,
+    base256,
+    checksum_error,
     checksums_ok,
     header_checksum_ok,
     parse_number,
     parse_octal_columns,
     parse_pax,
+    parse_pax_size,
+    truncated_header,
 )
 
 NAME_LEN = 100
@@ -74,6 +77,31 @@ class TarScan:
 
 def decode_name(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
+
+
+def check_text_names(scan: TarScan, forbidden: bytes = b"") -> None:
+    """Refuse, at its header, the first member whose name is not UTF-8 text or holds a ``forbidden`` byte.
+
+    For writers that store names as text (a TARIDX's extension and crash-stem blocks, a
+    TBL's JSON metadata). Only rows whose name field has a byte >= 0x80 or a forbidden
+    one, and long names, are decoded: a plain ASCII shard costs one numpy pass.
+    """
+    fields = scan.name_fields
+    odd = fields >= 0x80
+    for byte in forbidden:
+        if byte:  # a NUL ends every name field, so only a long name (pax, GNU) can hold one
+            odd |= fields == byte
+    for row in sorted(set(np.flatnonzero(odd.any(axis=1)).tolist()) | set(scan.full_names)):
+        name = scan.name_bytes(row)
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
+                              f"member name is not UTF-8 text (byte {exc.start})", found=name) from None
+        bad = [chr(b) for b in forbidden if b in name]
+        if bad:
+            raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
+                              f"member name holds {bad[0]!r}, which this output cannot store", found=name)
 
 
 def scan_tar(
@@ -202,10 +230,10 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
         hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
     headers = part[hits]
     sizes, size_ok = parse_octal_columns(headers[:, 124:136])
-    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256 (which never raises)
-        value = parse_number(bytes(headers[i, 124:136]), "", "size", 0)
-        # a negative or huge size (a look-alike in a payload): not a size, so the sequential walk decides
-        sizes[i], size_ok[i] = (value, True) if 0 <= value < 1 << 63 else (0, False)
+    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256
+        value = base256(bytes(headers[i, 124:136]))
+        # an odd lead byte, a negative or huge size (a look-alike in a payload?): the sequential walk decides
+        sizes[i], size_ok[i] = (value, True) if value is not None and 0 <= value < 1 << 62 else (0, False)
     # copies, not views: a view of a column would keep every whole 512-byte header alive
     fields = (hits + start, sizes, size_ok, checksums_ok(headers), headers[:, 156].copy(),
               crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
@@ -240,20 +268,27 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: Progres
     end = int(ends[-1])
     if end > file_size or (end + BLOCK <= file_size and mm[end : end + BLOCK] != _ZERO_BLOCK):
         return None
-    if end < file_size < end + BLOCK:
-        raise TruncatedError(path, "header", end, "file ends inside a 512-byte header block",
-                             expected=f"{BLOCK} bytes", found=f"{file_size - end} bytes")
-    bad = np.flatnonzero(~found.checksum_ok)
-    if len(bad):
-        off = int(cand[bad[0]]) * BLOCK
-        stored, unsigned = checksum_values(bytes(mm[off : off + BLOCK]))
-        raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch", expected=unsigned, found=stored)
+    # Anything else odd goes to the sequential walk, even a plain error: it meets the errors in
+    # archive order (a bad pax record before a bad checksum), so both routes report the same one.
+    if end < file_size < end + BLOCK or not found.checksum_ok.all():
+        return None
+    if _pax_sets_size(mm, cand, sizes, found.typeflags):
+        return None  # a pax size overrides the header's: only the sequential walk follows it
     del ends
     regular = np.isin(found.typeflags, _REGULAR)
     if regular.all():  # the usual shard: no copies
         return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names, found.posix_prefix, end)
     return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names[regular],
                         found.posix_prefix[regular], end)
+
+
+def _pax_sets_size(mm: mmap.mmap, blocks: np.ndarray, sizes: np.ndarray, typeflags: np.ndarray) -> bool:
+    """Whether a pax record (``x`` or ``g``) has a ``size`` key, as ``tar_walk`` checks it."""
+    for i in np.flatnonzero(np.isin(typeflags, (ord("x"), ord("g")))).tolist():
+        start = int(blocks[i]) * BLOCK + BLOCK
+        if b" size=" in mm[start : start + int(sizes[i])]:
+            return True
+    return False
 
 
 def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
@@ -362,25 +397,23 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
     pending_long: bytes | None = None
     pending_pax: dict[str, bytes] = {}
     global_pax: dict[str, bytes] = {}
+    pending_pax_at = 0  # payload offset of the pax record that set the pending size
     skipped = 0
     off = 0
     while True:
         if off + BLOCK > file_size:
             if off == file_size:
                 break  # no end-of-archive marker: accepted, as tarfile does
-            raise TruncatedError(path, "header", off, "tar header cut short by end of file",
-                                 expected=f"{BLOCK} bytes", found=f"{file_size - off} bytes")
+            raise truncated_header(path, off, file_size)
         header = mm[off : off + BLOCK]
         if header == _ZERO_BLOCK:
             break
         if not header_checksum_ok(header):
-            stored = parse_number(header[148:156], path, "chksum", off + 148)
-            raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch (not a tar header?)",
-                                expected=checksum_values(header)[1], found=stored)
+            raise checksum_error(path, off, header)
         size = parse_number(header[124:136], path, "size", off + 124)
         flag = header[156]
         if "size" in pending_pax:
-            size = int(pending_pax["size"])
+            size = parse_pax_size(pending_pax["size"], path, pending_pax_at)
         if size < 0:
             raise FormatError(path, "size", off + 124, "negative size", found=size)
         data_end = off + BLOCK + size
@@ -392,6 +425,8 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
         elif flag in (ord("x"), ord("g")):
             records = parse_pax(mm[off + BLOCK : data_end], path, off + BLOCK)
             (pending_pax if flag == ord("x") else global_pax).update(records)
+            if flag == ord("x") and "size" in records:
+                pending_pax_at = off + BLOCK
         elif flag == ord("K"):
             pass
         else:
