@@ -143,6 +143,9 @@ def checksum_error(path: str, offset: int, header: bytes) -> ChecksumError:
 
 
 def truncated_header(path: str, offset: int, file_size: int) -> TruncatedError:
-    """The error for a file that ends inside the header block at ``offset``."""
+    """The error for a file that ends inside the header block at ``offset`` (or before it, in padding)."""
+    if offset > file_size:
+        return TruncatedError(path, "padding", file_size, "file ends inside the padding after a member's data",
+                              expected=f"padding up to offset {offset}", found=f"end of file at {file_size}")
     return TruncatedError(path, "header", offset, "tar header cut short by end of file",
                           expected=f"{BLOCK} bytes", found=f"{file_size - offset} bytes")

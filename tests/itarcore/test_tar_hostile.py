@@ -270,3 +270,14 @@ def test_a_bad_pax_record_before_a_bad_checksum_is_the_one_reported(tmp_path: Pa
     with pytest.raises(FormatError) as info:
         scan_tar(path)
     assert (info.value.field, info.value.offset) == ("pax record", 1536)
+
+
+@pytest.mark.usefixtures("scan_route")
+def test_a_file_cut_inside_a_members_padding_is_refused_where_it_ends(tmp_path: Path) -> None:
+    # was: "header cut short" at an offset past the end of the file, "found -63 bytes"
+    raw = record(b"a.jpg", b"j" * 700) + record(b"b.jpg", b"j" * 700)
+    path = tmp_path / "t_0000.tar"
+    path.write_bytes(raw[: 1536 + 512 + 700 + 10])
+    with pytest.raises(TruncatedError) as info:
+        scan_tar(path)
+    assert (info.value.field, info.value.offset) == ("padding", 1536 + 512 + 710)
