@@ -97,11 +97,13 @@ def check_text_names(scan: TarScan, forbidden: bytes = b"") -> None:
             name.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
-                              f"member name is not UTF-8 text (byte {exc.start})", found=name) from None
+                              f"member name is not UTF-8 text (byte {exc.start})", expected="UTF-8 text",
+                              found=name) from None
         bad = [chr(b) for b in forbidden if b in name]
         if bad:
             raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
-                              f"member name holds {bad[0]!r}, which this output cannot store", found=name)
+                              f"member name holds {bad[0]!r}, which this output cannot store",
+                              expected=f"no {' or '.join(map(repr, bad))}", found=name)
 
 
 def scan_tar(

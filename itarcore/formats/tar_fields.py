@@ -75,14 +75,14 @@ def parse_number(raw: bytes, path: str, fieldname: str, offset: int) -> int:
         return value
     text = raw.split(b"\0", 1)[0]
     if not _OCTAL.fullmatch(text):
-        raise FormatError(path, fieldname, offset, "not an octal number", found=raw)
+        raise FormatError(path, fieldname, offset, "not an octal number", expected="octal digits", found=raw)
     return int(text.strip(b" ") or b"0", 8)
 
 
 def parse_pax_size(value: bytes, path: str, offset: int) -> int:
     """A pax ``size`` record's value: decimal digits only."""
     if not value.isdigit() or not value.isascii():
-        raise FormatError(path, "pax size", offset, "not a decimal size", found=value)
+        raise FormatError(path, "pax size", offset, "not a decimal size", expected="decimal digits", found=value)
     return int(value)
 
 
