@@ -9,7 +9,10 @@ whole. If the chain holds from byte 0 to the end-of-archive block, the
 candidates are exactly the headers. If not (old v7 headers, a ``ustar`` look-
 alike inside a payload, data after the end marker), a strict sequential walk
 gives the exact answer or a precise error. Both paths verify every header
-checksum, so corruption never becomes silent garbage rows.
+checksum, so corruption never becomes silent garbage rows. Every route (numpy,
+compiled, sequential) reads fields by the same rules and hands anything odd to the
+sequential walk, so all report the same members or the same error. Long names are
+resolved in ``tar_names``.
 """
 from __future__ import annotations
 
@@ -35,8 +38,8 @@ from .tar_fields import (
     parse_pax_size,
     truncated_header,
 )
+from .tar_names import NAME_LEN, header_name, resolve_names
 
-NAME_LEN = 100
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = (ord("0"), 0, ord("7"))
 _ZERO_BLOCK = bytes(BLOCK)
@@ -77,33 +80,6 @@ class TarScan:
 
 def decode_name(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
-
-
-def check_text_names(scan: TarScan, forbidden: bytes = b"") -> None:
-    """Refuse, at its header, the first member whose name is not UTF-8 text or holds a ``forbidden`` byte.
-
-    For writers that store names as text (a TARIDX's extension and crash-stem blocks, a
-    TBL's JSON metadata). Only rows whose name field has a byte >= 0x80 or a forbidden
-    one, and long names, are decoded: a plain ASCII shard costs one numpy pass.
-    """
-    fields = scan.name_fields
-    odd = fields >= 0x80
-    for byte in forbidden:
-        if byte:  # a NUL ends every name field, so only a long name (pax, GNU) can hold one
-            odd |= fields == byte
-    for row in sorted(set(np.flatnonzero(odd.any(axis=1)).tolist()) | set(scan.full_names)):
-        name = scan.name_bytes(row)
-        try:
-            name.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
-                              f"member name is not UTF-8 text (byte {exc.start})", expected="UTF-8 text",
-                              found=name) from None
-        bad = [chr(b) for b in forbidden if b in name]
-        if bad:
-            raise FormatError(scan.path, "name", int(scan.header_offsets[row]),
-                              f"member name holds {bad[0]!r}, which this output cannot store",
-                              expected=f"no {' or '.join(map(repr, bad))}", found=name)
 
 
 def scan_tar(
@@ -349,45 +325,8 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
     has_long = np.isin(typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
     if has_long or reg_prefix.any():
         row_of_block = {int(b): r for r, b in enumerate(reg_idx)}
-        scan.full_names = _resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
+        scan.full_names = resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
     return scan
-
-
-def _resolve_names(mm, path, cand, typeflags, sizes, row_of_block) -> dict[int, bytes]:
-    names: dict[int, bytes] = {}
-    pending_long: bytes | None = None
-    pending_pax: dict[str, bytes] = {}
-    global_pax: dict[str, bytes] = {}
-    for i, block in enumerate(cand.tolist()):
-        off = block * BLOCK
-        flag = int(typeflags[i])
-        size = int(sizes[i])
-        if flag == ord("L"):
-            pending_long = bytes(mm[off + BLOCK : off + BLOCK + size]).split(b"\0", 1)[0]
-        elif flag in (ord("x"), ord("g")):
-            records = parse_pax(bytes(mm[off + BLOCK : off + BLOCK + size]), path, off + BLOCK)
-            (pending_pax if flag == ord("x") else global_pax).update(records)
-        elif flag == ord("K"):
-            continue
-        else:
-            row = row_of_block.get(block)
-            if row is not None:
-                name = _header_name(mm, off)
-                pax_path = pending_pax.get("path", global_pax.get("path"))
-                full = pax_path if pax_path is not None else pending_long if pending_long is not None else name
-                if full != bytes(mm[off : off + NAME_LEN]).split(b"\0", 1)[0]:
-                    names[row] = full
-            pending_long, pending_pax = None, {}
-    return names
-
-
-def _header_name(mm, off: int) -> bytes:
-    name = bytes(mm[off : off + NAME_LEN]).split(b"\0", 1)[0]
-    if mm[off + 257 : off + 263] == b"ustar\x00":  # POSIX: the prefix field holds leading directories
-        prefix = bytes(mm[off + 345 : off + 500]).split(b"\0", 1)[0]
-        if prefix:
-            return prefix + b"/" + name
-    return name
 
 
 def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) -> TarScan:
@@ -433,7 +372,7 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
             pass
         else:
             if flag in _REGULAR:
-                name = _header_name(mm, off)
+                name = header_name(mm, off)
                 pax_path = pending_pax.get("path", global_pax.get("path"))
                 full = pax_path if pax_path is not None else pending_long if pending_long is not None else name
                 raw_field = header[:NAME_LEN]

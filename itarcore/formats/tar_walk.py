@@ -4,9 +4,12 @@ It follows the header chain exactly as the strict sequential walk does, but as m
 code: about 0.1 µs per header instead of about 1 µs, and it touches only header blocks
 instead of every block of the file. It is resumable, so the caller can release the
 pages of each chunk, report progress and honour cancel between calls. Anything it does
-not handle itself (a checksum or number that does not parse, truncation, a pax record
-that overrides the size) makes it stop with ``STOP_UNSUPPORTED``; the caller then
-runs the Python walk, which gives the exact answer or the precise error.
+not handle itself (a checksum or number that does not parse, a size that reaches past the
+file, truncation, a pax record that overrides the size) makes it stop with
+``STOP_UNSUPPORTED``; the caller then runs the Python walk, which gives the exact answer
+or the precise error. Numbers follow the one rule of ``tar_fields.parse_number``, so the
+walk never reads a field differently from the Python walk; every read is bounds-checked
+against the buffer (numba's own checks are off for speed).
 """
 from __future__ import annotations
 

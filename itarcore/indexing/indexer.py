@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetError
-from ..formats.tar import TarScan, check_text_names, scan_tar, scan_threads
+from ..formats.tar import TarScan, scan_tar, scan_threads
+from ..formats.tar_names import check_text_names
 from ..formats.taridx import ROW_DTYPE, contiguous_runs
 from ..progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 from . import jit

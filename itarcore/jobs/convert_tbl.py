@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import WriteError
-from ..formats.tar import BLOCK, TarScan, check_text_names, decode_name, scan_tar
+from ..formats.tar import BLOCK, TarScan, decode_name, scan_tar
+from ..formats.tar_names import check_text_names
 from ..formats.tbl import FORMAT_CODES, FORMAT_NAMES
 from ..formats.tbl_dims import image_dims
 from ..formats.tbl_write import TblWriter, format_for_name, formats_for_name_fields
