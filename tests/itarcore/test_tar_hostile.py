@@ -281,3 +281,16 @@ def test_a_file_cut_inside_a_members_padding_is_refused_where_it_ends(tmp_path: 
     with pytest.raises(TruncatedError) as info:
         scan_tar(path)
     assert (info.value.field, info.value.offset) == ("padding", 1536 + 512 + 710)
+
+
+@pytest.mark.skipif(not jit.available(), reason="numba (the 'fast' extra) is not installed")
+@pytest.mark.parametrize("offset", [-512, -1, 100, 1 << 40])
+def test_the_compiled_walk_refuses_offsets_outside_its_buffer(offset: int) -> None:
+    from itarcore.formats import tar_walk
+
+    buf = np.frombuffer(record(b"a.jpg", b"x" * 10) + END, np.uint8)
+    out = tar_walk.record_arrays(4)
+    stop, at, count = tar_walk.walk_headers(buf, tar_walk.word_view(buf), offset, offset + (1 << 20), 0, *out)
+    # was: a negative offset wrapped around to the end marker and read as a clean end of archive
+    assert (stop, at, count) == (tar_walk.STOP_UNSUPPORTED, offset, 0)
+    assert tar_walk.walk_headers(buf, tar_walk.word_view(buf), 0, 1 << 20, 0, *out)[::2] == (tar_walk.STOP_END, 1)
