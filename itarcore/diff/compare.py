@@ -142,19 +142,34 @@ def _cut(idx: np.ndarray, position: np.ndarray, keep: int) -> np.ndarray:
     return idx[np.argpartition(position[idx], keep - 1)[:keep]] if keep else idx[:0]
 
 
+def _join(old: SampleTable, new: SampleTable, keys: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(old positions, new positions) of the samples present in both.
+
+    Key 0 samples have a keyhash unique on their side (one first stem per hash), and
+    both tables are sorted by keyhash: a binary search matches them. Named samples of
+    colliding hashes are few and are matched by (keyhash, name id).
+    """
+    plain_old, plain_new = np.flatnonzero(keys[0] == 0), np.flatnonzero(keys[1] == 0)
+    old_kh, new_kh = old.keyhash[plain_old], new.keyhash[plain_new]
+    if len(old_kh) and len(new_kh):
+        at = np.minimum(np.searchsorted(old_kh, new_kh), len(old_kh) - 1)
+        hit = old_kh[at] == new_kh
+        old_m, new_m = plain_old[at[hit]], plain_new[hit]
+    else:
+        old_m = new_m = np.zeros(0, np.int64)
+    named_old = {(int(old.keyhash[i]), int(keys[0][i])): i for i in np.flatnonzero(keys[0]).tolist()}
+    pairs = [(named_old[k], j) for j in np.flatnonzero(keys[1]).tolist()
+             if (k := (int(new.keyhash[j]), int(keys[1][j]))) in named_old]
+    if pairs:
+        extra = np.array(pairs, dtype=np.int64)
+        old_m, new_m = np.concatenate((old_m, extra[:, 0])), np.concatenate((new_m, extra[:, 1]))
+    return old_m.astype(np.int64), new_m.astype(np.int64)
+
+
 def _compare_pass(old: SampleTable, new: SampleTable, keys: tuple[np.ndarray, np.ndarray], labels: ShardLabels,
                   acc: _Accumulator) -> None:
     n_old = len(old)
-    keyhash = np.concatenate((old.keyhash, new.keyhash))
-    key2 = np.concatenate(keys)
-    side = np.concatenate((np.zeros(n_old, np.uint8), np.ones(len(new), np.uint8)))
-    order = np.lexsort((side, key2, keyhash))
-    del side
-    k, k2 = keyhash[order], key2[order]
-    pair = np.flatnonzero((k[1:] == k[:-1]) & (k2[1:] == k2[:-1]) & (order[:-1] < n_old) & (order[1:] >= n_old))
-    del k, k2, keyhash, key2
-    old_m, new_m = order[pair], order[pair + 1] - n_old
-    del order
+    old_m, new_m = _join(old, new, keys)
     in_new = np.zeros(len(new), bool)
     in_new[new_m] = True
     in_old = np.zeros(n_old, bool)

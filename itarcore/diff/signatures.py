@@ -121,11 +121,34 @@ def sample_table(index: TaridxIndex, reporter: ProgressReporter, key_range: tupl
     cols = [np.concatenate(c) for c in zip(*partials)]
     del partials
     keyhash, crashid = cols[0], cols[1]
-    order = np.lexsort((crashid, keyhash))  # stable: a key's partials stay in row order, the first is first
+    order = key_order(keyhash, crashid)
     keyhash, crashid = keyhash[order], crashid[order]
     bounds = np.flatnonzero((keyhash[1:] != keyhash[:-1]) | (crashid[1:] != crashid[:-1])) + 1
     heads = np.concatenate(([0], bounds)).astype(np.int64)
+    # a sample's first row (and its shard) is the smallest of its partials' first rows: one min over
+    # row << 16 | fid (rows < 2^47: a TARIDX file is below 2^52 bytes)
+    first = np.minimum.reduceat((cols[5][order].astype(np.uint64) << np.uint64(16)) | cols[6][order], heads)
     return SampleTable(keyhash[heads], crashid[heads], np.add.reduceat(cols[2][order], heads),
                        np.add.reduceat(cols[3][order], heads),
                        np.add.reduceat(cols[4][order], heads).astype(np.uint32),
-                       cols[5][order][heads], cols[6][order][heads])
+                       (first >> np.uint64(16)).astype(np.int64), (first & np.uint64(0xFFFF)).astype(np.uint16))
+
+
+def key_order(keyhash: np.ndarray, crashid: np.ndarray) -> np.ndarray:
+    """A permutation sorting by (keyhash, crashid).
+
+    A plain quicksort on keyhash (4x faster than a lexsort); only runs of tied keyhash
+    (a sample's partials, colliding stems) are then ordered by crashid, in place.
+    """
+    order = np.argsort(keyhash)
+    if len(order) > 1 and crashid.any():
+        tied = keyhash[order]
+        tie = np.flatnonzero(tied[1:] == tied[:-1])
+        if len(tie):
+            mark = np.zeros(len(order), bool)
+            mark[tie] = True
+            mark[tie + 1] = True
+            at = np.flatnonzero(mark)  # whole tie runs, each a block of positions with one keyhash
+            sub = order[at]
+            order[at] = sub[np.lexsort((crashid[sub], keyhash[sub]))]
+    return order

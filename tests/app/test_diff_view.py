@@ -110,7 +110,7 @@ def test_compare_shows_counts_and_clicking_selects_rows(qtbot, window, folds, we
     view.swap()
     qtbot.waitUntil(lambda: view.worker is None and view.diff is not None, timeout=30_000)
     assert view.summary.text().startswith("2 added · 1 removed · 2 changed")
-    assert view.sides.text().startswith(f"Old: {new} (open)")
+    assert view.sides.text().startswith("Old: new/train.taridx (open)")
 
 
 def test_dark_palette_screenshot(qtbot, window, folds, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import numpy as np
 from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,9 +30,8 @@ from app.models.diff_models import DiffSamplesModel, ShardCountsModel
 from app.views.errors import show_error
 from app.views.panels import FormatPanel
 from app.workers import JobWorker
-from itarcore.diff import KIND_NAMES, IndexDiff, diff_indexes, kept_rows, member_sizes
+from itarcore.diff import KIND_NAMES, IndexDiff, MemberSizes, diff_indexes, kept_rows, member_sizes
 from itarcore.document import Document
-from itarcore.errors import ItarError
 from itarcore.formats.taridx import read_taridx
 from itarcore.progress import Progress
 
@@ -142,9 +142,12 @@ class DiffView(FormatPanel):
         return self.open_path if self.open_is_new else self.other_path
 
     def _show_sides(self) -> None:
-        mark = {self.open_path: " (open)"}
-        self.sides.setText(f"Old: {self.old_path}{mark.get(self.old_path, '')}\n"
-                           f"New: {self.new_path}{mark.get(self.new_path, '')}")
+        def short(path: str) -> str:
+            parent = os.path.basename(os.path.dirname(path))
+            return os.path.join(parent, os.path.basename(path)) + (" (open)" if path == self.open_path else "")
+
+        self.sides.setText(f"Old: {short(self.old_path)}\nNew: {short(self.new_path)}")
+        self.sides.setToolTip(f"Old: {self.old_path}\nNew: {self.new_path}")
 
     def _set_running(self, running: bool) -> None:
         self.swap_button.setEnabled(not running)
@@ -229,37 +232,41 @@ class DiffView(FormatPanel):
                                                    if shown < total else ""))
 
     def _on_sample_clicked(self, index: QModelIndex) -> None:
-        if self.diff is None or not index.isValid():
+        if self.diff is None or not index.isValid() or self.worker is not None:
             return
         pos = self.sample_model.position(index.row())
-        self._show_members(pos)
         side = "new" if self.open_is_new else "old"
-        if self.diff.samples[pos][f"{side}_row"] < 0:
-            self.statusMessage.emit(f"{self.diff.stem_label(pos)} is not in the open index "
-                                    f"({os.path.basename(self.open_path)})")
-            return
-        try:
-            with read_taridx(self.open_path, check_rows=False) as index:
-                rows = kept_rows(index, self.diff, [pos], side)[0]
-        except (ItarError, OSError) as exc:
-            show_error(self, "Compare indexes", self.open_path, exc)
-            return
-        self.selectRows.emit("rows", rows)
-        self.statusMessage.emit(f"{self.diff.stem_label(pos)}: {len(rows)} row(s) selected")
+        # finding a sample's rows scans an index that is not contiguous: off the GUI thread
+        worker = JobWorker(_sample_lookup, self.diff, pos, self.open_path, side, pass_progress=False)
+        worker.returned.connect(lambda found, p=pos, s=side: self._show_sample(p, s, *found))
+        worker.errored.connect(lambda exc: show_error(self, "Compare indexes", self.open_path, exc))
+        worker.finished.connect(self._on_finished)
+        self.worker = worker
+        worker.start(self.pool)
 
-    def _show_members(self, pos: int) -> None:
+    def _show_sample(self, pos: int, side: str, rows: np.ndarray, members: list[MemberSizes]) -> None:
         assert self.diff is not None
-        try:
-            members = member_sizes(self.diff, [pos])[0]
-        except (ItarError, OSError) as exc:
-            self.detail.setPlainText(f"Could not read the members: {exc}")
-            return
-        lines = [f"{self.diff.stem_label(pos)}", "", f"{'extension':<16}{'old size':>14}{'new size':>14}"]
+        label = self.diff.stem_label(pos)
+        lines = [label, "", f"{'extension':<16}{'old size':>14}{'new size':>14}"]
         for m in members:
             old = "—" if m.old_size is None else f"{m.old_size:,}"
             new = "—" if m.new_size is None else f"{m.new_size:,}"
             lines.append(f"{m.ext or '(none)':<16}{old:>14}{new:>14}" + ("   *" if m.differs else ""))
         self.detail.setPlainText("\n".join(lines))
+        if self.diff.samples[pos][f"{side}_row"] < 0:
+            self.statusMessage.emit(f"{label} is not in the open index ({os.path.basename(self.open_path)})")
+            return
+        self.selectRows.emit("rows", rows)
+        self.statusMessage.emit(f"{label}: {len(rows)} row(s) selected")
+
+
+def _sample_lookup(diff: IndexDiff, pos: int, open_path: str, side: str) -> tuple[np.ndarray, list[MemberSizes]]:
+    """(rows of kept sample ``pos`` in the open index, its members old beside new)."""
+    rows = np.zeros(0, np.int64)
+    if diff.samples[pos][f"{side}_row"] >= 0:
+        with read_taridx(open_path, check_rows=False) as index:
+            rows = kept_rows(index, diff, [pos], side)[0]
+    return rows, member_sizes(diff, [pos])[0]
 
 
 def compare_with(window: MainWindow, other: str | None = None) -> DiffView | None:
