@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -111,6 +112,7 @@ class DiffView(FormatPanel):
         kind_row.addWidget(self.listed, 1)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
+        self.detail.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))  # size columns align
         self.detail.setPlaceholderText("Click a sample to see its members, old size beside new; its rows are "
                                        "selected in the grid when the open index has it.")
         lower = QWidget()
@@ -122,7 +124,7 @@ class DiffView(FormatPanel):
         split.addWidget(self.shards)
         split.addWidget(lower)
         split.addWidget(self.detail)
-        split.setSizes([150, 300, 110])
+        split.setSizes([130, 330, 150])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addLayout(bar)
