@@ -169,3 +169,44 @@ def test_cli_text_json_and_exit_codes(folds, webds: Path, capsys, tmp_path: Path
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("itarcore: error:")
+
+
+MIXED = ("mixed_0000.tar", "mixed_0001.tar")
+
+
+def test_interleaved_fold_row_order_does_not_matter(webds: Path, tmp_path: Path) -> None:
+    from itarcore.formats.taridx import read_taridx
+    from itarcore.jobs import index_fold
+
+    # the reference index of the mixed fold interleaves samples; a contiguous re-index orders rows by sample
+    regrouped = tmp_path / "regrouped" / "mixed.taridx"
+    regrouped.parent.mkdir()
+    index_fold([webds / s for s in MIXED], regrouped, contiguous=True)
+    with read_taridx(webds / "mixed.taridx") as a, read_taridx(regrouped) as b:
+        assert not a.contiguous and b.contiguous and not np.array_equal(a.rows, b.rows)
+    same = diff_indexes(webds / "mixed.taridx", regrouped)
+    assert same.n_differences == 0 and same.totals["unchanged"] == same.old.n_samples == 42
+
+
+def test_interleaved_fold_changes_and_members(webds: Path, tmp_path: Path) -> None:
+    from diff_fixtures import read_members, write_members
+
+    from itarcore.diff import member_sizes
+    from itarcore.jobs import index_fold
+
+    new = tmp_path / "new"
+    new.mkdir()
+    for shard in MIXED:
+        members = [(i, p + b"++" if i.name == "mixed000003.cls" else p) for i, p in read_members(webds / shard)
+                   if i.name != "mixed000007.json"]
+        write_members(new / shard, members)
+    index_fold([new / s for s in MIXED], new / "mixed.taridx")
+    truth = expected_diff(samples_of(webds, MIXED), samples_of(new, MIXED))
+    assert truth == {"added": {}, "removed": {}, "changed": {"mixed000003": ["size"], "mixed000007": ["extensions"]},
+                     "moved": {}}
+    diff = diff_indexes(webds / "mixed.taridx", new / "mixed.taridx")
+    assert listed(diff) == truth
+    positions = diff.of_kind(3).tolist()
+    sizes = dict(zip([diff.stems[p] for p in positions], member_sizes(diff, positions)))
+    assert [(m.ext, m.new_size - m.old_size) for m in sizes["mixed000003"] if m.differs] == [("cls", 2)]
+    assert [(m.ext, m.new_size) for m in sizes["mixed000007"] if m.differs] == [("json", None)]
