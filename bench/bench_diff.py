@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -30,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from itarcore.diff.compare import BYTES_PER_SAMPLE
 from itarcore.formats.taridx import HEADER_SIZE, ROW_DTYPE, encode_header
 
 EXTS = ("jpg", "cls", "json", "txt")
@@ -118,10 +120,37 @@ def python_dict_diff(old: str, new: str) -> dict[str, int]:
     return out
 
 
+class AnonPeak:
+    """Peak anonymous memory (heap, numpy arrays; not the mapped index pages ru_maxrss also counts), sampled."""
+
+    def __init__(self) -> None:
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return self.peak_kb / 1024
+
+
 def run_route(route: str, old: str, new: str, budget: int) -> None:
-    """Child process: one route, prints {"seconds", "rss_mb", "counts"} as JSON."""
+    """Child process: one route, prints {"seconds", "rss_mb", "anon_mb", "counts"} as JSON."""
     from itarcore.diff import diff_indexes  # imports are not timed
 
+    anon = AnonPeak()
     started = time.perf_counter()
     if route == "reference":
         counts = python_dict_diff(old, new)
@@ -130,7 +159,7 @@ def run_route(route: str, old: str, new: str, budget: int) -> None:
         counts = {k: diff.totals[k] for k in ("added", "removed", "changed_size", "changed_extensions", "moved")}
     seconds = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "rss_mb": rss, "counts": counts}))
+    print(json.dumps({"seconds": seconds, "rss_mb": rss, "anon_mb": anon.stop(), "counts": counts}))
 
 
 def drop_cache(*paths: Path) -> None:
@@ -150,13 +179,14 @@ def bench_size(n_samples: int, folder: Path, with_reference: bool) -> None:
     old, new = folder / f"old_{n_samples}.taridx", folder / f"new_{n_samples}.taridx"
     n_old, n_new = write_index(old, n_samples, False), write_index(new, n_samples, True)
     want = expected(n_samples)
-    sizes = (n_samples + n_samples // 100) * 160  # the budget for one pass, as diff_indexes estimates it
-    routes = [("itarcore diff, one pass", "itarcore", 0), ("itarcore diff, 4 passes", "itarcore", sizes // 4 + 1)]
+    sizes = (2 * n_samples + n_samples // 100) * BYTES_PER_SAMPLE  # what diff_indexes estimates for one pass
+    routes = [("itarcore diff, one pass", "itarcore", sizes + 1), ("itarcore diff, 4 passes", "itarcore", sizes // 4 + 1)]
     if with_reference:
         routes.append(("Python dict of samples (reference)", "reference", 0))
     print(f"\n{n_old:,} + {n_new:,} rows ({n_samples:,} samples), indexes {old.stat().st_size / 2**20:,.0f} + "
           f"{new.stat().st_size / 2**20:,.0f} MiB")
-    print(f"{'route':<36} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12} {'x reference (warm)':>19}")
+    print(f"{'route':<36} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12} {'peak anon MB':>13} "
+          f"{'x reference (warm)':>19}")
     results = []
     for label, route, budget in routes:
         drop_cache(old, new)
@@ -167,7 +197,8 @@ def bench_size(n_samples: int, folder: Path, with_reference: bool) -> None:
     ref = next((w["seconds"] for label, _, w in results if "reference" in label), None)
     for label, cold, warm in results:
         speed = f"{ref / warm['seconds']:.1f}" if ref else "—"
-        print(f"{label:<36} {cold['seconds']:>8.2f} {warm['seconds']:>8.2f} {warm['rss_mb']:>12,.0f} {speed:>19}")
+        print(f"{label:<36} {cold['seconds']:>8.2f} {warm['seconds']:>8.2f} {warm['rss_mb']:>12,.0f} "
+              f"{warm['anon_mb']:>13,.0f} {speed:>19}")
     print("counts as expected: " + ", ".join(f"{k} {v:,}" for k, v in want.items()))
 
 
