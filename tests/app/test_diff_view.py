@@ -104,6 +104,13 @@ def test_compare_shows_counts_and_clicking_selects_rows(qtbot, window, folds, we
     assert "not in the open index" in said.args[0]
     assert tab.grid.selected_view_rows().tolist() == want
 
+    # two quick clicks: the second is not lost while the first lookup runs
+    click_sample(qtbot, view, injected["extension"])
+    click_sample(qtbot, view, injected["moved"])
+    want = rows_of_stem(new, injected["moved"])
+    qtbot.waitUntil(lambda: tab.grid.selected_view_rows().tolist() == want and view.worker is None, timeout=5_000)
+    assert view.detail.toPlainText().startswith(injected["moved"])
+
     # the kind filter, then swapping old and new
     view.kind.setCurrentIndex(view.kind.findData(2))
     assert view.sample_model.rowCount() == 2

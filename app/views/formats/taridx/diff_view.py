@@ -67,6 +67,7 @@ class DiffView(FormatPanel):
         self.open_is_new = True
         self.diff: IndexDiff | None = None
         self.worker: JobWorker | None = None
+        self._pending_sample: int | None = None
         self.pool = QThreadPool(self)  # our own, so shutdown waits only for this view's job
         self.pool.setMaxThreadCount(1)
 
@@ -159,6 +160,7 @@ class DiffView(FormatPanel):
     def start(self) -> None:
         if self.worker is not None:
             return
+        self._pending_sample = None
         self.diff = None
         self.shard_model.set_diff(None)
         self.sample_model.set_diff(None)
@@ -178,6 +180,8 @@ class DiffView(FormatPanel):
         worker.start(self.pool)
 
     def swap(self) -> None:
+        if self.worker is not None:
+            return
         self.open_is_new = not self.open_is_new
         self._show_sides()
         self.start()
@@ -198,6 +202,9 @@ class DiffView(FormatPanel):
     def _on_finished(self) -> None:
         self.worker = None
         self._set_running(False)
+        if self._pending_sample is not None:  # the last click made while a lookup ran
+            pos, self._pending_sample = self._pending_sample, None
+            self._look_up(pos)
 
     def shutdown(self) -> None:
         if self.worker is not None:
@@ -234,9 +241,17 @@ class DiffView(FormatPanel):
                                                    if shown < total else ""))
 
     def _on_sample_clicked(self, index: QModelIndex) -> None:
-        if self.diff is None or not index.isValid() or self.worker is not None:
+        if self.diff is None or not index.isValid():
             return
         pos = self.sample_model.position(index.row())
+        if self.worker is not None:
+            self._pending_sample = pos
+            return
+        self._look_up(pos)
+
+    def _look_up(self, pos: int) -> None:
+        if self.diff is None:
+            return
         side = "new" if self.open_is_new else "old"
         # finding a sample's rows scans an index that is not contiguous: off the GUI thread
         worker = JobWorker(_sample_lookup, self.diff, pos, self.open_path, side, pass_progress=False)
