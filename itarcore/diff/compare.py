@@ -252,15 +252,20 @@ def diff_indexes(old_path: str | os.PathLike[str], new_path: str | os.PathLike[s
         name_ids: dict[str, int] = {}
         acc = _Accumulator(max(0, keep))
         n_samples = [0, 0]
-        for key_range in ranges:
-            tables = (sample_table(old_ix, reporter, key_range, chunk), sample_table(new_ix, reporter, key_range, chunk))
-            n_samples[0] += len(tables[0])
-            n_samples[1] += len(tables[1])
-            keys_old, keys_new, unresolved = match_keys(tables, readers, collisions, name_ids)
-            acc.unresolved += unresolved
-            _compare_pass(tables[0], tables[1], (keys_old, keys_new), labels, acc)
-            del tables, keys_old, keys_new
-        stems = _name_kept(acc.kept, readers)
+        try:
+            for key_range in ranges:
+                tables = (sample_table(old_ix, reporter, key_range, chunk),
+                          sample_table(new_ix, reporter, key_range, chunk))
+                n_samples[0] += len(tables[0])
+                n_samples[1] += len(tables[1])
+                keys_old, keys_new, unresolved = match_keys(tables, readers, collisions, name_ids)
+                acc.unresolved += unresolved
+                _compare_pass(tables[0], tables[1], (keys_old, keys_new), labels, acc)
+                del tables, keys_old, keys_new
+            stems = _name_kept(acc.kept, readers)
+        finally:
+            for reader in readers:
+                reader.close()
         reporter.finish()
         order = labels.display_order()
         remap = np.empty(len(order), np.int64)

@@ -10,33 +10,79 @@ xxh64), and samples are matched by name.
 """
 from __future__ import annotations
 
+import mmap
+import os
+
 import numpy as np
 import xxhash
 
 from ..dataset import Dataset
 from ..errors import DatasetError
+from ..formats.tar import NAME_LEN
+from ..formats.tar_fields import BLOCK, header_checksum_ok
 from ..indexing.indexer import split_name
 from .signatures import SampleTable
 
 
 class StemReader:
-    """Stem names of one index's samples: the crash table, or the tar header behind a row when its shard is here."""
+    """Stem names of one index's samples: the crash table, or the tar header behind a row when its shard is here.
+
+    The row's own 512-byte header is read directly; only when its name field does not
+    give the stem (a GNU or pax long name) does it fall back to the dataset, which
+    scans that shard once. A diff never scans a shard just to name a short stem.
+    """
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
         self.crash_stems = dataset.index.crash_stems
+        self._maps: dict[int, mmap.mmap | None] = {}
 
     def stem(self, row: int, keyhash: int, crashid: int) -> str | None:
         """The stem, or None when it cannot be read (shard missing, or a header that no longer matches the row)."""
         if crashid:
             return self.crash_stems[crashid - 1]
-        try:
-            raw = split_name(self.dataset.member_name_bytes(row))[0]
-        except (DatasetError, OSError):
-            return None
+        rec = self.dataset.rows[row]
+        raw = self._header_stem(int(rec["fid"]), int(rec["offset"]))
+        if raw is None or xxhash.xxh64_intdigest(raw) != keyhash:
+            try:
+                raw = split_name(self.dataset.member_name_bytes(row))[0]
+            except (DatasetError, OSError):
+                return None
         if xxhash.xxh64_intdigest(raw) != keyhash:  # a stale row: its header belongs to another member now
             return None
         return raw.decode("utf-8", "surrogateescape")
+
+    def _header_stem(self, fid: int, offset: int) -> bytes | None:
+        mapped = self._map(fid)
+        if mapped is None or offset + BLOCK > len(mapped):
+            return None
+        header = mapped[offset : offset + BLOCK]
+        if not header_checksum_ok(header):
+            return None
+        name = header[:NAME_LEN].split(b"\0", 1)[0]
+        if header[257:263] == b"ustar\x00" and header[345] != 0:
+            name = header[345:500].split(b"\0", 1)[0] + b"/" + name
+        return split_name(name)[0]
+
+    def _map(self, fid: int) -> mmap.mmap | None:
+        if fid not in self._maps:
+            path = self.dataset.shard_paths.get(fid)
+            mapped = None
+            if path is not None:
+                try:
+                    with open(path, "rb") as fh:
+                        if os.fstat(fh.fileno()).st_size:
+                            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                except OSError:
+                    mapped = None
+            self._maps[fid] = mapped
+        return self._maps[fid]
+
+    def close(self) -> None:
+        for mapped in self._maps.values():
+            if mapped is not None:
+                mapped.close()
+        self._maps.clear()
 
 
 def colliding_hashes(*datasets: Dataset) -> np.ndarray:

@@ -1,7 +1,9 @@
 """`diff_indexes` and `itarcore diff` on the train fixture fold against a copy with known edits."""
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -210,3 +212,32 @@ def test_interleaved_fold_changes_and_members(webds: Path, tmp_path: Path) -> No
     sizes = dict(zip([diff.stems[p] for p in positions], member_sizes(diff, positions)))
     assert [(m.ext, m.new_size - m.old_size) for m in sizes["mixed000003"] if m.differs] == [("cls", 2)]
     assert [(m.ext, m.new_size) for m in sizes["mixed000007"] if m.differs] == [("json", None)]
+
+
+def test_names_come_from_the_row_headers_without_scanning_shards(folds, monkeypatch) -> None:
+    from itarcore.dataset import Dataset
+
+    old, new, injected = folds
+    scanned = []
+    real = Dataset._long_names_of
+    monkeypatch.setattr(Dataset, "_long_names_of", lambda self, fid: scanned.append(fid) or real(self, fid))
+    diff = diff_indexes(old, new)
+    assert set(diff.stems) >= {"zz_added", injected["size"], injected["moved"]} and scanned == []
+
+
+def test_long_member_names_are_named_through_the_full_scan(tmp_path: Path) -> None:
+    from diff_fixtures import member
+
+    from itarcore.jobs import index_fold
+
+    long_stem = "s" * 120  # in a pax record: the member's own header holds a cut name
+    for fold, members in (("a", [member("short.jpg", b"1")]),
+                          ("b", [member("short.jpg", b"1"), member(f"{'deep/' * 30}{long_stem}.jpg", b"22")])):
+        (tmp_path / fold).mkdir()
+        with tarfile.open(tmp_path / fold / "f_0000.tar", "w", format=tarfile.PAX_FORMAT) as tf:
+            for info, payload in members:
+                info.size = len(payload)
+                tf.addfile(info, io.BytesIO(payload))
+        index_fold([tmp_path / fold / "f_0000.tar"], tmp_path / fold / "f.taridx")
+    diff = diff_indexes(tmp_path / "a" / "f.taridx", tmp_path / "b" / "f.taridx")
+    assert diff.totals["added"] == 1 and diff.stems == [long_stem]
