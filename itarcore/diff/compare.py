@@ -226,9 +226,11 @@ def key_ranges(n_samples: int, memory_budget: int) -> list[tuple[int, int] | Non
     return [(edges[k], edges[k + 1] - 1) for k in range(passes)]
 
 
-def _name_kept(kept: np.ndarray, readers: tuple[StemReader, StemReader]) -> list[str | None]:
+def _name_kept(kept: np.ndarray, readers: tuple[StemReader, StemReader],
+               reporter: ProgressReporter) -> list[str | None]:
     stems: list[str | None] = []
-    for rec in kept.tolist():
+    for done, rec in enumerate(kept.tolist()):
+        reporter.update(done)
         keyhash, stem = rec[2], None
         for side, (crash_f, row_f) in ((1, (4, 6)), (0, (3, 5))):  # the new index first: its shards are current
             if stem is None and rec[row_f] >= 0:
@@ -245,7 +247,7 @@ def diff_indexes(old_path: str | os.PathLike[str], new_path: str | os.PathLike[s
         old_ix, new_ix = old_ds.index, new_ds.index
         sizes = [ix.header.n_stems if ix.contiguous else ix.n_rows for ix in (old_ix, new_ix)]
         ranges = key_ranges(sum(sizes), memory_budget)
-        reporter = ProgressReporter(progress, len(ranges) * (old_ix.n_rows + new_ix.n_rows) + 1, "rows", cancel)
+        reporter = ProgressReporter(progress, len(ranges) * (old_ix.n_rows + new_ix.n_rows), "rows", cancel)
         readers = (StemReader(old_ds), StemReader(new_ds))
         labels = ShardLabels(old_ds, new_ds)
         collisions = colliding_hashes(old_ds, new_ds)
@@ -262,11 +264,11 @@ def diff_indexes(old_path: str | os.PathLike[str], new_path: str | os.PathLike[s
                 acc.unresolved += unresolved
                 _compare_pass(tables[0], tables[1], (keys_old, keys_new), labels, acc)
                 del tables, keys_old, keys_new
-            stems = _name_kept(acc.kept, readers)
+            reporter.finish()
+            stems = _name_kept(acc.kept, readers, ProgressReporter(progress, len(acc.kept), "stems", cancel))
         finally:
             for reader in readers:
                 reader.close()
-        reporter.finish()
         order = labels.display_order()
         remap = np.empty(len(order), np.int64)
         remap[order] = np.arange(len(order))

@@ -73,6 +73,9 @@ def rows_of_stem(index_path: Path, stem: str) -> list[int]:
 
 def test_compare_shows_counts_and_clicking_selects_rows(qtbot, window, folds, webds: Path, tmp_path: Path) -> None:
     old, new, injected = folds
+    assert not window.actions_.compare.isEnabled()  # nothing open
+    open_index(qtbot, window, Path(__file__).resolve().parents[1] / "data" / "kastore" / "example.trees")
+    assert not window.actions_.compare.isEnabled()  # not a TARIDX index
     open_index(qtbot, window, new)
     assert window.actions_.compare.isEnabled()
     view = compare(qtbot, window, old)

@@ -39,7 +39,7 @@ from itarcore.progress import Progress
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
 
-KEEP_PER_KIND = 50_000  # samples listed per kind; the counts are always complete
+KEEP_PER_KIND = 20_000  # samples listed per kind; the counts are always complete
 ROW_HEIGHT = 22
 
 
