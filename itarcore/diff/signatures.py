@@ -10,6 +10,7 @@ so two indexes with different extension id orders give the same sums.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,6 @@ import xxhash
 
 from ..errors import FormatError
 from ..formats.taridx import RECORD_SIZE, TaridxIndex
-from ..progress import ProgressReporter
 
 CHUNK_ROWS = 1 << 20
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -101,20 +101,22 @@ def _chunk_partials(index: TaridxIndex, start: int, stop: int, ext_token: np.nda
             first.astype(np.int64) + start, part["fid"][starts].copy())
 
 
-def sample_table(index: TaridxIndex, reporter: ProgressReporter, key_range: tuple[int, int] | None = None,
+def sample_table(index: TaridxIndex, on_rows: Callable[[int], None], key_range: tuple[int, int] | None = None,
                  chunk: int = CHUNK_ROWS) -> SampleTable:
-    """The samples of ``index`` whose keyhash lies in ``key_range`` (inclusive; None: all), one chunked pass."""
+    """The samples of ``index`` whose keyhash lies in ``key_range`` (inclusive; None: all), one chunked pass.
+
+    ``on_rows(n)`` is told after every chunk of ``n`` rows (progress; it may raise to cancel).
+    """
     ext_token = extension_tokens(index.extensions)
     if not len(ext_token):
         ext_token = np.zeros(1, np.uint64)  # an empty index: nothing will be looked up
     partials = []
-    done = reporter.done
     for start in range(0, index.n_rows, chunk):
         stop = min(index.n_rows, start + chunk)
         got = _chunk_partials(index, start, stop, ext_token, key_range)
         if got is not None:
             partials.append(got)
-        reporter.update(done + stop)
+        on_rows(stop - start)
     if not partials:
         empty = [np.zeros(0, t) for t in (np.uint64, np.uint32, np.uint64, np.uint64, np.uint32, np.int64, np.uint16)]
         return SampleTable(*empty)
