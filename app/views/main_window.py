@@ -201,20 +201,26 @@ class MainWindow(QMainWindow):
             except Exception as exc:  # noqa: BLE001 - one broken extra view must not block the file
                 self.status.show_message(f"The {cls.title} view could not start: {describe_error(doc.path, exc)}")
                 continue
-            dock = QDockWidget(panel.title, self)
-            dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
-            dock.setWidget(panel)
-            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-            self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
-            panel.highlightBytes.connect(self._highlight_bytes)
-            # a panel behind another tab is not what the user is looking at: it must not move the grid
-            panel.selectRows.connect(
-                lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
-            panel.statusMessage.connect(self.status.show_message)
-            panel.reloadRequested.connect(self.reload)
-            self.panels.append(panel)
-            self._panel_docks.append(dock)
-            self.actions_.add_dock_toggle(dock)
+            self.add_panel(panel)
+
+    def add_panel(self, panel: FormatPanel) -> QDockWidget:
+        """Dock ``panel`` as a tab beside the others; it closes with the document."""
+        cls = type(panel)
+        dock = QDockWidget(panel.title, self)
+        dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
+        dock.setWidget(panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
+        panel.highlightBytes.connect(self._highlight_bytes)
+        # a panel behind another tab is not what the user is looking at: it must not move the grid
+        panel.selectRows.connect(
+            lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
+        panel.statusMessage.connect(self.status.show_message)
+        panel.reloadRequested.connect(self.reload)
+        self.panels.append(panel)
+        self._panel_docks.append(dock)
+        self.actions_.add_dock_toggle(dock)
+        return dock
 
     def close_document(self) -> None:
         if self.document is None:

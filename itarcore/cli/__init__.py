@@ -20,7 +20,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
 # Each module registers its subcommands with register(subparsers) and, when it
 # owns a format, answers `info` with info(path, args) -> dict and info_text(dict) -> str.
-COMMAND_MODULES = ("taridx", "taco", "kastore", "tbl", "convert")
+COMMAND_MODULES = ("taridx", "diff", "taco", "kastore", "tbl", "convert")
 INFO_MODULES = {"taridx": "taridx", "taco": "taco", "kastore": "kastore", "tbl": "tbl"}
 
 
