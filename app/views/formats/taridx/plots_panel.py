@@ -180,12 +180,12 @@ class PlotsPanel(FormatPanel):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # a dock is shown for a moment while it is added and tabified: decide once events settle
-        QTimer.singleShot(0, self._start_if_visible)
+        QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         if self.stats is None and self._worker is None and not self._closed:  # drawn: its tab is in front
-            QTimer.singleShot(0, self._start_if_visible)
+            QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def _start_if_visible(self) -> None:
         if not self.visibleRegion().isEmpty() and self.stats is None and self._worker is None and not self._closed:
@@ -215,7 +215,8 @@ class PlotsPanel(FormatPanel):
     def shutdown(self) -> None:
         """Cancel without waiting: the pass stops at its next chunk, closing never waits for it."""
         self._closed = True
-        if self._worker is not None and self._worker.stop():
+        if self._worker is not None:
+            self._worker.detach()  # never emits into this closing panel
             self._worker = None
 
     def _worker_finished(self) -> None:

@@ -147,12 +147,12 @@ class SamplesPanel(FormatPanel):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # a dock is shown for a moment while it is added and tabified: decide once events settle
-        QTimer.singleShot(0, self._start_if_visible)
+        QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         if self.groups is None and self._worker is None and not self._closed:  # drawn: its tab is in front
-            QTimer.singleShot(0, self._start_if_visible)
+            QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def _start_if_visible(self) -> None:
         # grouping passes over every row: only when the user first looks at this tab, never at open
@@ -200,7 +200,8 @@ class SamplesPanel(FormatPanel):
     def shutdown(self) -> None:
         """Cancel without waiting: closing a document never waits for a grouping pass."""
         self._closed = True
-        if self._worker is not None and self._worker.stop():
+        if self._worker is not None:
+            self._worker.detach()  # never emits into this closing panel
             self._worker = None
         self.cards.shutdown()
 
