@@ -92,6 +92,7 @@ class TaridxIndex:
         self.rows = rows
         self._mapping = mapping
         self.rows_checked = False
+        self.stat: os.stat_result | None = None  # of the file as opened (its identity for caches)
 
     @property
     def n_rows(self) -> int:
@@ -122,6 +123,21 @@ class TaridxIndex:
                                   found=int(part["crashid"][bad[0]]))
             reporter.update(min(self.n_rows, start + chunk))
         self.rows_checked = True
+
+    def release_rows(self, start: int, stop: int) -> None:
+        """Drop rows ``start..stop`` from this process's resident memory (the page cache keeps them).
+
+        Passes over every row call this behind them, so a 32 GB index never becomes
+        32 GB of resident memory; a later read of those rows just maps the pages again.
+        """
+        mapping = self._mapping
+        if mapping is None or stop <= start or not hasattr(mapping, "madvise"):
+            return
+        page = mmap.PAGESIZE
+        first = (self.header.off_arr + start * RECORD_SIZE) // page * page
+        end = min(len(mapping), self.header.off_arr + stop * RECORD_SIZE)
+        if end > first:
+            mapping.madvise(mmap.MADV_DONTNEED, first, end - first)
 
     def close(self) -> None:
         self.rows = self.rows[:0].copy()
@@ -160,13 +176,15 @@ def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) ->
     """Open and validate a .taridx. ``check_rows=None`` checks rows now only for indexes up to 256 MiB."""
     path = os.fspath(path)
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        stat = os.fstat(fh.fileno())
+        size = stat.st_size
         if size < HEADER_SIZE:
             raise TruncatedError(path, "header", 0, "file shorter than the header",
                                  expected=f"{HEADER_SIZE} bytes", found=f"{size} bytes")
         mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         index = _parse(path, mapping, size, check_rows)
+        index.stat = stat
     except BaseException:
         try:
             mapping.close()
