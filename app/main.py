@@ -145,5 +145,18 @@ def _screenshot(app, window, args) -> int:
     return _leave(result["code"])
 
 
+def run(argv: list[str] | None = None) -> None:
+    """The ``itar-browser`` process: :func:`main`, then leave at once.
+
+    By then the layout is saved and every worker stopped; Python's and Qt's teardown of
+    every module and widget would only add ~0.5 s between the window closing and the
+    process ending (measured on a loaded 2-core machine), so it is skipped.
+    """
+    code = main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

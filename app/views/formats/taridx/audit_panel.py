@@ -37,6 +37,23 @@ _ICONS = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
           "info": QStyle.StandardPixmap.SP_MessageBoxInformation}
 
 
+def shards_newer_than_index(index_path: str) -> list[Path]:
+    """Shards of the fold modified after the index (a stat each: cheap at open)."""
+    try:
+        written = os.stat(index_path).st_mtime_ns
+    except OSError:
+        return []
+    shards = find_shards(Path(index_path).resolve().parent, fold_name(index_path))
+    newer = []
+    for fid in sorted(shards):
+        try:
+            if os.stat(shards[fid]).st_mtime_ns > written:
+                newer.append(shards[fid])
+        except OSError:
+            continue
+    return newer
+
+
 class AuditPanel(FormatPanel):
     title = "Audit"
 
@@ -104,6 +121,19 @@ class AuditPanel(FormatPanel):
         layout.addWidget(split, 1)
         layout.addLayout(bottom)
         self._set_running(False)
+
+    # -- suggestion at open ------------------------------------------------------------------------
+    def suggestion(self) -> tuple[str, str] | None:
+        newer = shards_newer_than_index(self.index_path)
+        if not newer:
+            return None
+        names = ", ".join(p.name for p in newer[:3]) + (" …" if len(newer) > 3 else "")
+        warning = (f"{len(newer)} shard(s) changed after this index was written ({names}): the index may be "
+                   "stale. The full audit re-reads the shards and lists what no longer matches.")
+        return warning, "Run the audit"
+
+    def act_on_suggestion(self) -> None:
+        self.start(full=True)
 
     # -- running ------------------------------------------------------------------------------------
     def _set_running(self, running: bool) -> None:

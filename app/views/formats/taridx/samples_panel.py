@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListView,
+    QPushButton,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -109,8 +110,19 @@ class SamplesPanel(FormatPanel):
         self.prev_button.clicked.connect(self.previous_sample)
         self.next_button.clicked.connect(self.next_sample)
         self.position = QLabel()
-        self.message = QLabel("Samples are grouped when this panel is first shown.")
+        n_rows = int(self.dataset.n_rows)
+        self.message = QLabel(f"Open this panel to group {n_rows:,} rows into samples.")
         self.message.setWordWrap(True)
+        # grouping is a pass over every row: started when the panel is first shown, or again from here
+        self.start_button = QPushButton("Start", toolTip=f"Group {n_rows:,} rows into samples now")
+        self.start_button.clicked.connect(self._start_grouping)
+        self.cancel_button = QPushButton("Cancel", toolTip="Stop grouping (Start resumes from the beginning)")
+        self.cancel_button.clicked.connect(self.cancel_grouping)
+        self.cancel_button.hide()
+        note = QHBoxLayout()
+        note.addWidget(self.message, 1)
+        note.addWidget(self.start_button)
+        note.addWidget(self.cancel_button)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.prev_button)
@@ -132,16 +144,22 @@ class SamplesPanel(FormatPanel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
-        layout.addWidget(self.message)
+        layout.addLayout(note)
         layout.addWidget(split, 1)
 
+        # next/previous work wherever focus is in the window: stepping selects the sample's rows in the
+        # grid, which takes focus, and the next N must still step (a line edit keeps its typed letters)
+        self._step_shortcuts = []
         for keys, slot in (("Alt+Right", self.next_sample), ("N", self.next_sample),
-                           ("Alt+Left", self.previous_sample), ("P", self.previous_sample),
-                           ("Ctrl+F", self.search.setFocus)):
+                           ("Alt+Left", self.previous_sample), ("P", self.previous_sample)):
             shortcut = QShortcut(QKeySequence(keys), self, slot)
-            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+            self._step_shortcuts.append(shortcut)
+        find = QShortcut(QKeySequence("Ctrl+F"), self, self.search.setFocus)
+        find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self._set_navigation_enabled(False)
         self._closed = False
+        self._opened = False  # the user has looked at this panel (grouping started once)
 
     # -- grouping --------------------------------------------------------------------
     def showEvent(self, event) -> None:
@@ -151,31 +169,53 @@ class SamplesPanel(FormatPanel):
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
-        if self.groups is None and self._worker is None and not self._closed:  # drawn: its tab is in front
+        if not self._opened and not self._closed:  # drawn: its tab is in front
             QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def _start_if_visible(self) -> None:
         # grouping passes over every row: only when the user first looks at this tab, never at open
-        if not self.visibleRegion().isEmpty() and self.groups is None and self._worker is None and not self._closed:
+        # (once: after a cancel, Start is the user's to press)
+        if not self.visibleRegion().isEmpty() and not self._opened and not self._closed:
+            self._opened = True
             self._start_grouping()
 
     def _start_grouping(self) -> None:
-        self.message.setText("Grouping rows into samples…")
+        if self._worker is not None or self.groups is not None or self._closed:
+            return
+        self.message.setText(f"Grouping {int(self.dataset.n_rows):,} rows into samples…")
         worker = JobWorker(self.dataset.compute_samples)
         worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._on_groups)
         worker.errored.connect(self._on_error)
+        worker.cancelled.connect(self._on_cancelled)
         worker.finished.connect(self._on_worker_finished)
         self._worker = worker.start()
+        self._show_running(True)
+
+    def cancel_grouping(self) -> None:
+        if self._worker is not None:
+            self._worker.quit()
+
+    def _show_running(self, running: bool) -> None:
+        self.start_button.setVisible(not running and self.groups is None)
+        self.cancel_button.setVisible(running)
 
     def _on_progress(self, p: Any) -> None:
-        self.message.setText(f"Grouping rows into samples… {p.fraction:.0%}")
+        building = getattr(self.dataset, "key_index_state", "none") == "building"
+        what = "Building the key index" if building else "Grouping rows into samples"
+        self.message.setText(f"{what}… {p.fraction:.0%}")
+        self.statusNote.emit("Stem lookups use a scan while the key index builds" if building else "")
 
     def _on_error(self, exc: BaseException) -> None:
         self.message.setText(f"Could not group rows into samples: {exc}")
 
+    def _on_cancelled(self) -> None:
+        self.message.setText(f"Grouping cancelled. Start groups {int(self.dataset.n_rows):,} rows into samples.")
+
     def _on_worker_finished(self) -> None:
         self._worker = None
+        self.statusNote.emit("")
+        self._show_running(False)
 
     def _on_groups(self, groups: Any) -> None:
         if self._closed:
@@ -200,6 +240,7 @@ class SamplesPanel(FormatPanel):
     def shutdown(self) -> None:
         """Cancel without waiting: closing a document never waits for a grouping pass."""
         self._closed = True
+        self._set_navigation_enabled(False)
         if self._worker is not None:
             self._worker.detach()  # never emits into this closing panel
             self._worker = None
@@ -287,7 +328,7 @@ class SamplesPanel(FormatPanel):
         self.cards.show_sample(header, rows, names, exts, sizes, self.dataset.read_payload)
 
     def _set_navigation_enabled(self, on: bool) -> None:
-        for w in (self.search, self.prev_button, self.next_button):
+        for w in (self.search, self.prev_button, self.next_button, *self._step_shortcuts):
             w.setEnabled(on)
 
 
