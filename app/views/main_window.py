@@ -215,6 +215,7 @@ class MainWindow(QMainWindow):
                 lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
             panel.statusMessage.connect(self.status.show_message)
             panel.statusNote.connect(self.status.set_note)
+            panel.filterRows.connect(self.filter_rows)
             panel.reloadRequested.connect(self.reload)
             self.panels.append(panel)
             self._panel_docks.append(dock)

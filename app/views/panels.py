@@ -29,6 +29,7 @@ class FormatPanel(QWidget):
     title = "Panel"
     highlightBytes = Signal(int, int)  # (offset, size): show these file bytes in the hex pane
     selectRows = Signal(str, object)  # (table name, np.ndarray of rows): select/filter in that table's grid
+    filterRows = Signal(str, object, str)  # (table name, rows, label): show only these rows in that grid
     statusMessage = Signal(str)
     statusNote = Signal(str)  # a lasting note in the status bar while it holds ('' removes it)
     reloadRequested = Signal()  # the file changed on disk (e.g. an in-place edit): reopen it

@@ -28,9 +28,10 @@ class StatusArea(QObject):
         self.note_label.setObjectName("statusNote")
         self.note_label.setElideMode(Qt.TextElideMode.ElideRight)
         self.note_label.setMinimumWidth(40)
+        self.note_label.setMaximumWidth(420)
         self.note_label.setContentsMargins(6, 0, 6, 0)
         self.note_label.hide()
-        bar.addWidget(self.note_label, 1)
+        bar.addPermanentWidget(self.note_label)  # permanent: a passing message never draws over it
         self.progress = QProgressBar(bar)
         self.progress.setObjectName("jobProgress")
         self.progress.setMaximumWidth(180)
