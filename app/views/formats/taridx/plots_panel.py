@@ -24,7 +24,7 @@ from itarcore.progress import CancelToken, ProgressCallback, ProgressReporter
 from itarcore.rowpass import iter_row_chunks
 
 N_SIZE_BINS = 66  # bin 0: empty payloads; bin k >= 1: sizes in [2**(k-1), 2**k)
-CHUNK = 1 << 20  # rows per bincount pass: bincount holds the GIL, so keep each call short (and cancel quick)
+CHUNK = 1 << 18  # rows per bincount pass: bincount holds the GIL, so keep each call short (and cancel quick)
 
 
 @dataclass
@@ -152,15 +152,20 @@ class PlotsPanel(FormatPanel):
         self._layout.addLayout(top)
         self._layout.addWidget(self.picker)
         self.hist_plot: pg.PlotWidget | None = None  # built on first show: three plots cost ~30 ms at open
+        self.rows_plot: pg.PlotWidget | None = None
+        self.bytes_plot: pg.PlotWidget | None = None
+        self._pending: FoldStats | None = None  # counts that arrived before the plots were all built
         self._closed = False
 
     def _build_plots(self) -> None:
+        """The frame now; each plot in its own event-loop turn (a PlotWidget costs 20-40 ms to create)."""
         self.hist_plot = pg.PlotWidget(axisItems={"bottom": SizeAxis("bottom")})
         self.hist_plot.setTitle("Payload sizes per extension")
         self.hist_plot.setLabel("left", "rows")
         self.hist_plot.setLabel("bottom", "payload size (log₂ bins)")
         self.size_region = pg.LinearRegionItem(movable=False)  # the picker's size range
         self.size_region.setZValue(-10)
+        self._style(self.hist_plot)
         # the legend sits beside the plot, never over the bars
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
@@ -172,21 +177,7 @@ class PlotsPanel(FormatPanel):
         legend_scroll.setFrameShape(QFrame.Shape.NoFrame)
         legend_scroll.setMinimumWidth(150)
         legend_scroll.setMaximumWidth(240)
-        self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
-        self.rows_plot.setTitle("Rows per shard")
-        self.rows_plot.setLabel("bottom", "shard (fid)")
-        self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
-        self.bytes_plot.setTitle("Payload bytes per shard")
-        self.bytes_plot.setLabel("bottom", "shard (fid)")
-        for plot in (self.hist_plot, self.rows_plot, self.bytes_plot):
-            style_plot(plot, self)
-            plot.showGrid(x=False, y=True, alpha=0.15)
-            plot.setMouseEnabled(x=True, y=False)
-            plot.setMenuEnabled(False)
-
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.rows_plot)
-        bottom.addWidget(self.bytes_plot)
+        self._bottom = QSplitter(Qt.Orientation.Horizontal)
         hist_box = QWidget()
         hist_layout = QHBoxLayout(hist_box)
         hist_layout.setContentsMargins(0, 0, 0, 0)
@@ -194,11 +185,36 @@ class PlotsPanel(FormatPanel):
         hist_layout.addWidget(legend_scroll)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(hist_box)
-        split.addWidget(bottom)
+        split.addWidget(self._bottom)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         self._layout.addWidget(split, 1)
         self._set_log_counts(self.log_counts.isChecked())
+        QTimer.singleShot(0, self, self._build_shard_plots)
+
+    def _build_shard_plots(self) -> None:
+        if self.rows_plot is None:
+            self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
+            self.rows_plot.setTitle("Rows per shard")
+            self.rows_plot.setLabel("bottom", "shard (fid)")
+            self._style(self.rows_plot)
+            self._bottom.addWidget(self.rows_plot)
+            QTimer.singleShot(0, self, self._build_shard_plots)
+            return
+        self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
+        self.bytes_plot.setTitle("Payload bytes per shard")
+        self.bytes_plot.setLabel("bottom", "shard (fid)")
+        self._style(self.bytes_plot)
+        self._bottom.addWidget(self.bytes_plot)
+        if self._pending is not None:  # the counts came first
+            stats, self._pending = self._pending, None
+            self._show_stats(stats)
+
+    def _style(self, plot: pg.PlotWidget) -> None:
+        style_plot(plot, self)
+        plot.showGrid(x=False, y=True, alpha=0.15)
+        plot.setMouseEnabled(x=True, y=False)
+        plot.setMenuEnabled(False)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -218,8 +234,6 @@ class PlotsPanel(FormatPanel):
         """(Re)compute the statistics in a worker."""
         if self._worker is not None:
             return
-        if self.hist_plot is None:
-            self._build_plots()
         index = self.dataset.index
         self.status.setText(f"Counting {index.n_rows:,} rows…")
         worker = JobWorker(compute_fold_stats, index, len(self.extensions))
@@ -228,6 +242,8 @@ class PlotsPanel(FormatPanel):
         worker.errored.connect(self._on_error)
         worker.finished.connect(self._worker_finished)
         self._worker = worker.start()
+        if self.hist_plot is None:
+            self._build_plots()  # while the worker counts
 
     def _on_progress(self, p) -> None:
         self.status.setText(f"Counting rows… {p.fraction:.0%}")
@@ -248,6 +264,9 @@ class PlotsPanel(FormatPanel):
 
     def _show_stats(self, stats: FoldStats) -> None:
         if self._closed:
+            return
+        if self.bytes_plot is None:
+            self._pending = stats
             return
         self.stats = stats
         self._draw_histogram(stats)

@@ -31,7 +31,9 @@ from app.workers import JobWorker
 from itarcore.document import Document
 from itarcore.errors import ItarError
 
-WINDOW = 1_000_000  # list entries shown at once: 1M × ~20 px stays far below Qt's 2³¹-pixel limit
+# list entries shown at once: QListView lays out every entry of its model on the GUI thread
+# (~6 us each), so the window stays small and re-bases around the current sample
+WINDOW = 5_000
 NAME_BATCH = 64  # names resolved per tar-header read burst
 NAME_CACHE_LIMIT = 200_000
 
@@ -47,7 +49,11 @@ class SampleListModel(QAbstractListModel):
         self.names: dict[int, str] = {}  # sample -> stem, filled as entries become visible
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else min(WINDOW, self.n_samples - self.base)
+        return 0 if parent.isValid() else self._count
+
+    @property
+    def _count(self) -> int:
+        return min(WINDOW, self.n_samples - self.base)
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
@@ -183,7 +189,7 @@ class SamplesPanel(FormatPanel):
         if self._worker is not None or self.groups is not None or self._closed:
             return
         self.message.setText(f"Grouping {int(self.dataset.n_rows):,} rows into samples…")
-        worker = JobWorker(self.dataset.compute_samples)
+        worker = JobWorker(_group_and_check_shards, self.dataset)
         worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._on_groups)
         worker.errored.connect(self._on_error)
@@ -217,9 +223,10 @@ class SamplesPanel(FormatPanel):
         self.statusNote.emit("")
         self._show_running(False)
 
-    def _on_groups(self, groups: Any) -> None:
+    def _on_groups(self, result: tuple[Any, list[str]]) -> None:
         if self._closed:
             return
+        groups, missing = result
         self.groups = groups
         self.model = SampleListModel(self.dataset, groups, self)
         self.list.setModel(self.model)
@@ -228,7 +235,6 @@ class SamplesPanel(FormatPanel):
         text = f"{groups.n_samples:,} samples over {n_rows:,} rows."
         if groups.n_samples > WINDOW:
             text += f" The list shows {WINDOW:,} at a time around the current sample."
-        missing = list(getattr(self.dataset, "missing_shards", []) or [])
         if missing:
             text += f" {len(missing)} shard(s) missing: their members cannot be shown."
         self.message.setText(text)
@@ -330,6 +336,13 @@ class SamplesPanel(FormatPanel):
     def _set_navigation_enabled(self, on: bool) -> None:
         for w in (self.search, self.prev_button, self.next_button, *self._step_shortcuts):
             w.setEnabled(on)
+
+
+def _group_and_check_shards(dataset: Any, progress: Any = None, cancel: Any = None) -> tuple[Any, list[str]]:
+    """The worker's job: samples, then the missing shards they refer to (both passes over every row)."""
+    groups = dataset.compute_samples(progress=progress, cancel=cancel)
+    dataset.referenced_fids(cancel=cancel)  # chunked here, so the GUI thread's question below is free
+    return groups, list(dataset.missing_shards)
 
 
 def _row_span(rows: np.ndarray) -> str:
