@@ -71,8 +71,20 @@ def test_showing_a_panel_of_a_big_index_never_stalls_the_gui(qtbot, tmp_path, mo
             w.open_path(str(big_index))
         panel = next(p for p in w.panels if p.title == title)
         assert panel._worker is None  # nothing passes over the rows at open
+        notes: list[str] = []
+        panel.statusNote.connect(notes.append)
         with Heartbeat() as beat, qtbot.waitSignal(getattr(panel, ready), timeout=120_000):
             panel.parent().raise_()
         assert beat.max_gap_ms < MAX_STALL_MS, f"the GUI thread stalled {beat.max_gap_ms:.0f} ms"
+        if title == "Samples":
+            # random keys: grouping built the key index, and the status bar said lookups scan meanwhile
+            assert "Stem lookups use a scan while the key index builds" in notes
+            qtbot.waitUntil(lambda: panel._worker is None)
+            assert notes[-1] == "" and not w.status.note_label.isVisible()
+            ds = panel.dataset
+            assert ds.key_index_state == "ready"
+            row = N_ROWS * 2 // 3  # bench_browser's needle row
+            assert ds.lookup_stem("needle-stem").tolist() == [row]
+            assert panel.find("needle-stem") == panel.groups.sample_of_row(row)
     finally:
         w.shutdown()
