@@ -179,3 +179,15 @@ def test_samples_panel_says_what_it_will_group_and_can_start_again_after_cancel(
     assert samples.groups.n_samples == len(truth)
     assert not samples.start_button.isVisible()
     assert np.array_equal(np.sort(samples.groups.rows_of(0)), samples.groups.rows_of(0))
+
+
+def test_a_long_status_note_is_elided_and_never_widens_the_window(qtbot, window):
+    width = window.width()
+    note = "Stem lookups use a scan while the key index builds; " * 12
+    window.status.set_note(note)
+    settle()
+    label = window.status.note_label
+    assert label.isVisible() and label.text() == note and label.toolTip() == note
+    assert label.width() <= 420 and window.width() == width
+    window.status.set_note("")
+    assert not label.isVisible()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,8 +18,11 @@ from PySide6.QtCore import QElapsedTimer, QTimer
 
 from app.views.settings import SETTINGS_ENV
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from bench_browser import write_index  # noqa: E402
+from bench_browser import write_index
 
 N_ROWS = 4_000_000
 # The budget is 50 ms on an idle machine. Tests share 2 loaded cores with other jobs, where
@@ -47,7 +51,7 @@ class Heartbeat:
         self.max_gap_ms = max(self.max_gap_ms, (now - self.last) / 1e6)
         self.last = now
 
-    def __enter__(self) -> Heartbeat:
+    def __enter__(self) -> Self:
         self.clock.start()
         self.last = self.clock.nsecsElapsed()
         self.timer.start()

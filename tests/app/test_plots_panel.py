@@ -132,3 +132,32 @@ def test_picker_filters_the_rows_tab_to_a_shard_and_size_range(qtbot, tmp_path, 
         plots.grab().save(str(tmp_path / "plots_picker.png"))
     finally:
         w.shutdown()
+
+
+def test_counting_an_index_releases_its_pages_and_stops_between_chunks(monkeypatch, tmp_path):
+    import sys
+
+    from itarcore.errors import Cancelled
+    from itarcore.formats.taridx import read_taridx
+    from itarcore.progress import CancelToken
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from bench_browser import write_index
+
+    path = tmp_path / "mid.taridx"
+    write_index(path, 100_000)
+    monkeypatch.setattr("app.views.formats.taridx.plots_panel.CHUNK", 30_000)
+    with read_taridx(path) as index:
+        released: list[tuple[int, int]] = []
+        real_release = index.release_rows
+        monkeypatch.setattr(index, "release_rows", lambda a, b: (released.append((a, b)), real_release(a, b)))
+        stats = compute_fold_stats(index, 3)
+        assert released == [(0, 30_000), (30_000, 60_000), (60_000, 90_000), (90_000, 100_000)]
+        rows = np.array(index.rows)
+        assert stats.rows_per_shard.tolist() == np.bincount(rows["fid"]).tolist()
+        cancel = CancelToken()
+        released.clear()
+        with pytest.raises(Cancelled):
+            compute_fold_stats(index, 3, progress=lambda p: cancel.cancel(), cancel=cancel)
+        # cancelled while reporting the first chunk: at most the chunk already in hand follows
+        assert released in ([(0, 30_000)], [(0, 30_000), (30_000, 60_000)])
