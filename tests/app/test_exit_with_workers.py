@@ -155,3 +155,40 @@ def test_generator_functions_stream_yielded_items_and_stop_between_them(qtbot):
         worker.start()
     assert worker.done_event.wait(5)
     assert items[:4] == [0, 1, 2, 3]
+
+
+def test_closing_the_window_mid_grouping_leaves_no_pool_task(qtbot, tmp_path, monkeypatch, capfd):
+    from PySide6.QtWidgets import QApplication
+
+    from app.views.main_window import MainWindow
+    from itarcore.dataset import Dataset
+
+    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "s.ini"))
+    inside = threading.Event()
+    stopped: list[str] = []
+
+    def grouping(self, progress=None, cancel=None):
+        inside.set()
+        for _ in range(60_000):  # a minute of chunks unless cancelled
+            if cancel.cancelled:
+                stopped.append("cancelled")
+                cancel.raise_if_cancelled()
+            time.sleep(0.001)
+
+    monkeypatch.setattr(Dataset, "compute_samples", grouping)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.previewSettled, timeout=15_000), qtbot.waitSignal(w.documentOpened, timeout=15_000):
+        w.open_path(str(INDEX))
+    samples = next(p for p in w.panels if p.title == "Samples")
+    samples.parent().raise_()
+    qtbot.waitUntil(inside.is_set, timeout=10_000)
+    w.close()
+    assert JobWorker.await_workers(300)
+    pool = QThreadPool.globalInstance()
+    assert pool.waitForDone(1000) and pool.activeThreadCount() == 0
+    assert stopped == ["cancelled"]
+    for _ in range(10):
+        QApplication.processEvents()
+    assert capfd.readouterr().err == ""
