@@ -49,11 +49,7 @@ class SampleListModel(QAbstractListModel):
         self.names: dict[int, str] = {}  # sample -> stem, filled as entries become visible
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else self._count
-
-    @property
-    def _count(self) -> int:
-        return min(WINDOW, self.n_samples - self.base)
+        return 0 if parent.isValid() else min(WINDOW, self.n_samples - self.base)
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
