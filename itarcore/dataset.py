@@ -256,15 +256,17 @@ class Dataset:
                         cancel: CancelToken | None = None) -> KeyIndex:
         """Build the key index into the cache and attach it (a job: run it in a worker).
 
-        When the cache folder cannot be written, the key index goes to a private temporary
-        folder removed at :meth:`close`.
+        When the cache folder cannot be written (read-only, full, not a folder), the key
+        index goes to a private temporary folder removed at :meth:`close`.
         """
         self._building_keys += 1
         try:
             try:
                 built = build_key_index(self.index, self._private_cache or self.cache_dir,
                                         progress=progress, cancel=cancel)
-            except PermissionError:
+            except OSError:
+                if self._private_cache is not None:
+                    raise
                 self._private_cache = self._private_cache or tempfile.mkdtemp(prefix="itar-keys-")
                 built = build_key_index(self.index, self._private_cache, progress=progress, cancel=cancel)
         finally:
@@ -295,14 +297,17 @@ class Dataset:
         """Rows with this (keyhash, crashid), by a scan of the keyhash column.
 
         Memory-bound, so chunks go to two threads (numpy releases the GIL while
-        comparing) to use both cores on big indexes.
+        comparing) to use both cores on big indexes. Each chunk's pages are released
+        behind it, so the resident size stays at a few chunks.
         """
         kh, cid = self.rows["keyhash"], self.rows["crashid"]
         target = np.uint64(keyhash)
 
         def scan(start: int) -> np.ndarray:
             match = np.flatnonzero(kh[start : start + chunk] == target)
-            return match[cid[start + match] == crashid] + start
+            found = match[cid[start + match] == crashid] + start
+            self.index.release_rows(start, start + chunk)  # a scan of a 32 GB index must not stay resident
+            return found
 
         starts = range(0, self.n_rows, chunk)
         if len(starts) > 2:

@@ -102,18 +102,16 @@ def _first_rows_by_key(index: TaridxIndex, key_index: KeyIndex, reporter: Progre
     n = index.n_rows
     is_first = np.zeros(n, np.bool_)
     base = reporter.done
-    last: tuple[int, int] | None = None
+    last: int | None = None
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
         keys = key_index.keys_at(lo, hi)
         rows = key_index.rows_at(lo, hi)
-        # "in_order" key indexes read crash ids in sequence; "sorted" ones split collisions below
-        crash = index.rows["crashid"][lo:hi] if key_index.kind == "in_order" else np.zeros(hi - lo, np.uint32)
-        new = np.empty(hi - lo, np.bool_)
-        new[1:] = (keys[1:] != keys[:-1]) | (crash[1:] != crash[:-1])
-        new[0] = last != (int(keys[0]), int(crash[0]))
+        new = np.empty(hi - lo, np.bool_)  # keyhash changes; crash ids are split below
+        new[1:] = keys[1:] != keys[:-1]
+        new[0] = last != int(keys[0])
         is_first[rows[new]] = True
-        last = (int(keys[-1]), int(crash[-1]))
+        last = int(keys[-1])
         key_index.release(lo, hi)
         reporter.update(base + hi)
     crashid = index.rows["crashid"]

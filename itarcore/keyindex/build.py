@@ -19,17 +19,19 @@ from ..formats.taridx import TaridxIndex
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from ..rowpass import iter_row_chunks
 from .store import (
+    FENCE_STRIDE,
     KIND_IN_ORDER,
     KIND_SORTED,
     IndexIdentity,
     KeyFileLayout,
     KeyIndex,
     key_file_path,
+    pread_array,
     row_dtype_for,
 )
 
-# Rows sorted at once: about 150 MB of working memory, whatever the size of the index.
-SORT_CHUNK_ROWS = 1 << 22
+# Rows sorted at once: about 200 MB of working memory, whatever the size of the index.
+SORT_CHUNK_ROWS = 1 << 21
 
 
 def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
@@ -49,9 +51,10 @@ def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
     perm = (packed & low).astype(np.int64)
     in_order = keys[perm]
     bad = np.flatnonzero(in_order[1:] < in_order[:-1])
-    if len(bad):
-        high = packed >> np.uint64(shift)
-        sel = np.flatnonzero(np.isin(high, np.unique(high[bad])))
+    if len(bad):  # re-sort each group of equal high bits holding a misordered pair (found by binary search)
+        highs = np.unique(packed[bad] & ~low)
+        starts, stops = packed.searchsorted(highs), packed.searchsorted(highs | low, side="right")
+        sel = np.concatenate([np.arange(a, b) for a, b in zip(starts.tolist(), stops.tolist())])
         fix = np.lexsort((perm[sel], in_order[sel]))
         perm[sel] = perm[sel][fix]
     return perm
@@ -71,10 +74,14 @@ def build_key_index(index: TaridxIndex, cache_dir: str | os.PathLike[str] | None
     n = index.n_rows
     reporter = ProgressReporter(progress, 3 * n, "rows", cancel)
     path_bytes = identity.path.encode("utf-8", "surrogateescape")
-    if _in_key_order(index, reporter, chunk_rows):
-        layout = KeyFileLayout(KIND_IN_ORDER, n, 0, path_bytes)
+    in_order = _fence_if_in_key_order(index, reporter, chunk_rows)
+    if in_order is not None:
+        fence, collisions = in_order
+        layout = KeyFileLayout(KIND_IN_ORDER, n, 0, path_bytes, len(collisions))
         with atomic_write(target) as fh:
-            fh.write(layout.header(identity).ljust(layout.file_size, b"\0"))
+            fh.write(layout.header(identity).ljust(layout.off_collisions, b"\0"))
+            fh.write(collisions.astype("<u8").tobytes())
+            fh.write(fence.astype("<u8").tobytes())
             if cancel is not None:
                 cancel.raise_if_cancelled()
     else:
@@ -89,9 +96,10 @@ def build_key_index(index: TaridxIndex, cache_dir: str | os.PathLike[str] | None
                     fh.write(layout.header(identity))
                     fh.flush()
                     os.ftruncate(fh.fileno(), layout.file_size)
-                    _merge_runs(runs_file.fileno(), runs, layout, fh.fileno(), chunk_rows, reporter,
-                                CrashOrder(index.rows["crashid"], collisions))
+                    fence = _merge_runs(runs_file.fileno(), runs, layout, fh.fileno(), chunk_rows, reporter,
+                                        CrashOrder(index.rows["crashid"], collisions))
                     _pwrite_all(fh.fileno(), collisions.astype("<u8"), layout.off_collisions)
+                    _pwrite_all(fh.fileno(), fence, layout.off_fence)
                     if cancel is not None:
                         cancel.raise_if_cancelled()
         finally:
@@ -105,18 +113,26 @@ def build_key_index(index: TaridxIndex, cache_dir: str | os.PathLike[str] | None
     return opened
 
 
-def _in_key_order(index: TaridxIndex, reporter: ProgressReporter, chunk_rows: int) -> bool:
-    """Whether rows are sorted by (keyhash, crashid); stops at the first row out of order."""
+def _fence_if_in_key_order(index: TaridxIndex, reporter: ProgressReporter,
+                           chunk_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(fence, collisions) of the index's own rows if they are sorted by (keyhash, crashid), else None.
+
+    Stops at the first row out of order, so an index in archive order costs one chunk.
+    """
     last: tuple[int, int] | None = None
-    for _, part in iter_row_chunks(index, chunk_rows, reporter=reporter):
+    fence = [np.zeros(0, np.uint64)]
+    crashed = [np.zeros(0, np.uint64)]
+    for start, part in iter_row_chunks(index, chunk_rows, reporter=reporter):
         kh, cid = part["keyhash"], part["crashid"]
         if last is not None and (int(kh[0]), int(cid[0])) < last:
-            return False
+            return None
         ok = (kh[1:] > kh[:-1]) | ((kh[1:] == kh[:-1]) & (cid[1:] >= cid[:-1]))
         if not ok.all():
-            return False
+            return None
+        fence.append(np.array(kh[(-start) % FENCE_STRIDE :: FENCE_STRIDE]))
+        crashed.append(np.unique(kh[cid != 0]))
         last = (int(kh[-1]), int(cid[-1]))
-    return True
+    return np.concatenate(fence), np.unique(np.concatenate(crashed))
 
 
 def _pwrite_all(fd: int, array: np.ndarray, offset: int) -> None:
@@ -124,17 +140,6 @@ def _pwrite_all(fd: int, array: np.ndarray, offset: int) -> None:
     while len(view):
         written = os.pwrite(fd, view, offset)
         view, offset = view[written:], offset + written
-
-
-def _pread_array(fd: int, dtype: np.dtype, count: int, offset: int) -> np.ndarray:
-    out = np.empty(count, dtype)
-    view = memoryview(out).cast("B")
-    while len(view):
-        got = os.preadv(fd, [view], offset)
-        if got == 0:
-            raise OSError("key index run file is shorter than written")
-        view, offset = view[got:], offset + got
-    return out
 
 
 def _sort_runs(index: TaridxIndex, fd: int, row_dtype: np.dtype, chunk_rows: int,
@@ -180,24 +185,26 @@ class CrashOrder:
 
 
 def _merge_runs(runs_fd: int, spans: list[tuple[int, int]], layout: KeyFileLayout, out_fd: int,
-                budget: int, reporter: ProgressReporter, crash_order: CrashOrder) -> None:
+                budget: int, reporter: ProgressReporter, crash_order: CrashOrder) -> np.ndarray:
     """k-way merge, a batch at a time: everything below the smallest last buffered key is final.
 
     A key equal to that bound waits for the next batch, so all rows of one key are
-    merged (and crash-ordered) in the same batch.
+    merged (and crash-ordered) in the same batch. Returns the fence (every
+    ``FENCE_STRIDE``-th key of the output).
     """
     n, row_dtype = layout.n_rows, row_dtype_for(layout.n_rows)
-    block = max(1024, budget // max(1, len(spans)))
+    block = max(256, budget // (2 * max(1, len(spans))))  # buffers refill to 2 blocks: a batch <= budget
     runs = [_Run(s, e, np.zeros(0, np.uint64), np.zeros(0, row_dtype)) for s, e in spans]
 
     def read_more(run: _Run) -> None:
         count = min(block, run.end - run.pos)
-        keys = _pread_array(runs_fd, np.dtype("<u8"), count, run.pos * 8)
-        rows = _pread_array(runs_fd, row_dtype, count, n * 8 + run.pos * row_dtype.itemsize)
+        keys = pread_array(runs_fd, np.dtype("<u8"), count, run.pos * 8)
+        rows = pread_array(runs_fd, row_dtype, count, n * 8 + run.pos * row_dtype.itemsize)
         run.keys, run.rows = np.concatenate((run.keys, keys)), np.concatenate((run.rows, rows))
         run.pos += count
 
     done = 0
+    fence = [np.zeros(0, np.uint64)]
     while done < n:
         for run in runs:
             if len(run.keys) < block and run.pos < run.end:
@@ -219,5 +226,7 @@ def _merge_runs(runs_fd: int, spans: list[tuple[int, int]], layout: KeyFileLayou
         crash_order.apply(keys, rows)
         _pwrite_all(out_fd, keys, layout.off_keys + done * 8)
         _pwrite_all(out_fd, rows, layout.off_order + done * row_dtype.itemsize)
+        fence.append(keys[(-done) % FENCE_STRIDE :: FENCE_STRIDE].copy())  # a view would keep the batch alive
         done += len(keys)
         reporter.update(2 * n + done)
+    return np.concatenate(fence)

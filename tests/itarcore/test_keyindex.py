@@ -227,3 +227,61 @@ def test_key_file_is_named_by_index_path(tmp_path: Path) -> None:
         want = xxhash.xxh64(os.path.realpath(tmp_path / "n.taridx").encode()).hexdigest() + ".keys"
         assert built.path == tmp_path / "c" / "keys" / want
         built.close()
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_fence_blocks_at_every_edge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_order: bool) -> None:
+    """A tiny fence stride: keys spanning many blocks, sitting on block edges, below the first and past the last."""
+    from itarcore.keyindex import build, store
+
+    monkeypatch.setattr(store, "FENCE_STRIDE", 4)
+    monkeypatch.setattr(build, "FENCE_STRIDE", 4)
+    rows = generated_rows(2000, 60, seed=11)
+    rows["keyhash"][::3] = rows["keyhash"][0]  # one key spans a third of all positions
+    if in_order:
+        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
+    path = tmp_path / "f.taridx"
+    write_taridx(path, rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    with read_taridx(path) as index:
+        ki = build_key_index(index, tmp_path / "c", chunk_rows=37)
+        assert ki.kind == ("in_order" if in_order else "sorted")
+        keys = sorted(set(rows["keyhash"].tolist()))
+        probes = {*keys, keys[0] - 1, keys[-1] + 1, 0, 2**64 - 1}
+        for kh in probes:
+            for cid in (0, 1, 2):
+                assert ki.lookup(kh, cid).tolist() == scan_truth(rows, kh, cid), (kh, cid)
+        ki.close()
+        reopened = KeyIndex.open_cached(index, tmp_path / "c")
+        assert reopened is not None and reopened.lookup(keys[0], 0).tolist() == scan_truth(rows, keys[0], 0)
+        reopened.close()
+
+
+def test_unwritable_cache_falls_back_to_a_private_folder(tmp_path: Path) -> None:
+    rows = generated_rows(500, 80, seed=12)
+    write_taridx(tmp_path / "u.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_bytes(b"x")
+    with Dataset.open(tmp_path / "u.taridx", cache_dir=not_a_folder) as ds:
+        built = ds.build_key_index()
+        assert built.path is not None and not built.path.is_relative_to(tmp_path)
+        kh = int(rows["keyhash"][0])
+        assert ds.lookup_key(kh, int(rows["crashid"][0])).tolist() == scan_truth(rows, kh, int(rows["crashid"][0]))
+        private = built.path.parents[1]
+    assert not private.exists()  # removed at close
+
+
+def test_build_memory_is_bounded_by_the_chunk_not_the_index(tmp_path: Path) -> None:
+    """Peak numpy allocations (tracemalloc) follow chunk_rows, whatever the number of rows."""
+    import tracemalloc
+
+    rows = generated_rows(1_200_000, 400_000, seed=13)
+    write_taridx(tmp_path / "m.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    with read_taridx(tmp_path / "m.taridx") as index:
+        tracemalloc.start()
+        try:
+            build_key_index(index, tmp_path / "c", chunk_rows=16384).close()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    # ~3 MB: one chunk's sort or one merge batch; the key order alone would be 1.2M x 12 bytes = 14.4 MB
+    assert peak < 6 << 20, f"peak {peak:,} bytes for 16,384-row chunks of a 1,200,000-row index"
