@@ -25,10 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_browser import write_index
 
 N_ROWS = 4_000_000
-# The budget is 50 ms on an idle machine. Tests share 2 loaded cores with other jobs, where
-# a 5 ms timer alone sees 30-60 ms gaps, so this bound is what a pass (or a 1M-entry list layout) on
-# the GUI thread would blow through by far - seconds at this size - without flaking on the noise.
-MAX_STALL_MS = 250
+# The budget is 50 ms on an idle machine. These tests share 2 cores with other jobs (load 5-7),
+# where a 5 ms timer alone sees 100-400 ms gaps while pyqtgraph builds and first paints its plots beside
+# a worker; this bound is what work on the GUI thread proportional to the rows blows through (the old
+# samples list: 7.6 s at this size) without flaking on that noise.
+MAX_STALL_MS = 1000
 
 
 @pytest.fixture(scope="module")
