@@ -78,8 +78,10 @@ def test_showing_a_panel_of_a_big_index_never_stalls_the_gui(qtbot, tmp_path, mo
         assert panel._worker is None  # nothing passes over the rows at open
         notes: list[str] = []
         panel.statusNote.connect(notes.append)
-        with Heartbeat() as beat, qtbot.waitSignal(getattr(panel, ready), timeout=120_000):
-            panel.parent().raise_()
+        with Heartbeat() as beat:
+            with qtbot.waitSignal(getattr(panel, ready), timeout=120_000):
+                panel.parent().raise_()
+            qtbot.wait(50)  # ticks after the result is shown: a stall in showing it is measured too
         assert beat.max_gap_ms < MAX_STALL_MS, f"the GUI thread stalled {beat.max_gap_ms:.0f} ms"
         if title == "Samples":
             # random keys: grouping built the key index, and the status bar said lookups scan meanwhile
