@@ -135,16 +135,18 @@ class MainWindow(QMainWindow):
             return  # one open at a time; the menu is disabled meanwhile
         self.status.show_message(f"Opening {path}…")
         worker = JobWorker(open_document, path, pass_progress=False)
-        worker.returned.connect(lambda doc, p=path: self._show_document(p, doc))
-        worker.errored.connect(lambda exc, p=path: self._open_failed(p, exc))
-        worker.finished.connect(self._open_finished)
+        # the open is over when its answer arrives: `finished` is a separate event that may come later
+        worker.returned.connect(lambda doc, p=path, w=worker: (self._open_finished(w), self._show_document(p, doc)))
+        worker.errored.connect(lambda exc, p=path, w=worker: (self._open_finished(w), self._open_failed(p, exc)))
+        worker.finished.connect(lambda w=worker: self._open_finished(w))
         self._open_worker = worker
         self.actions_.set_opening(True)
         worker.start()
 
-    def _open_finished(self) -> None:
-        self._open_worker = None
-        self.actions_.set_opening(False)
+    def _open_finished(self, worker: JobWorker) -> None:
+        if self._open_worker is worker:
+            self._open_worker = None
+            self.actions_.set_opening(False)
 
     def _open_failed(self, path: str, exc: BaseException) -> None:
         problem = describe_error(path, exc)

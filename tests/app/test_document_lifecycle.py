@@ -191,3 +191,16 @@ def test_a_long_status_note_is_elided_and_never_widens_the_window(qtbot, window)
     assert label.width() <= 420 and window.width() == width
     window.status.set_note("")
     assert not label.isVisible()
+
+
+def test_a_file_opened_right_after_a_failed_open_opens(qtbot, window, tmp_path):
+    bad = tmp_path / "broken.kas"
+    bad.write_bytes(TREES.read_bytes()[:64] + b"\xff" * 40)
+    # asked for from inside the failure's own report, before the failed worker's `finished` arrives
+    window.openFailed.connect(lambda *_: window.open_path(str(TREES)))
+    with qtbot.waitSignal(window.documentOpened, timeout=15_000) as opened:
+        window.open_path(str(bad))
+    assert opened.args == [str(TREES)] and window.path == str(TREES)
+    for box in QApplication.topLevelWidgets():
+        if box.objectName() == "errorDialog":
+            box.close()
