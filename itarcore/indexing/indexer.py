@@ -220,6 +220,8 @@ class FoldIndex:
     n_stems: int
     contiguous: bool
     shard_sizes: list[int]
+    route: str = "numpy"  # which scan ran: "compiled" (numba) or "numpy"
+    route_reason: str = ""  # why (jit.choose)
 
 
 def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False) -> FoldIndex:
@@ -317,7 +319,7 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
     paths = [os.fspath(p) for p in shards]
     total = sum(os.path.getsize(p) for p in paths)
     reporter = ProgressReporter(progress, total, "bytes", cancel)
-    compiled = jit.worthwhile(total)  # decided for the whole fold, not shard by shard
+    compiled, reason = jit.choose(total)  # decided for the whole fold, not shard by shard
     shard_done = [0] * len(paths)
     lock = threading.Lock()
 
@@ -342,5 +344,6 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
             stop.cancel()  # running scans stop at their next chunk
             raise
     index = merge_shards(results, force_contiguous)
+    index.route, index.route_reason = ("compiled" if compiled and jit.available() else "numpy"), reason
     reporter.finish()
     return index
