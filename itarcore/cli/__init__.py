@@ -25,7 +25,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
 # Each module registers its subcommands with register(subparsers) and, when it
 # owns a format, answers `info` with info(path, args) -> dict and info_text(dict) -> str.
-COMMAND_MODULES = ("taridx", "keys", "taco", "kastore", "tbl", "convert")
+COMMAND_MODULES = ("taridx", "keys", "diff", "taco", "kastore", "tbl", "convert")
 INFO_MODULES = {"taridx": "taridx", "taco": "taco", "kastore": "kastore", "tbl": "tbl"}
 # command -> (module, help line): what `--help` lists without importing the module
 # (tests/itarcore/test_cli_startup.py checks these lines equal the modules' own)
@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cat": ("taridx", "write one member's raw payload to stdout"),
     "verify": ("taridx", "check an index (and with --full, its shards)"),
     "keys": ("keys", "build an index's key index ahead of time (stem lookups in microseconds)"),
+    "diff": ("diff", "compare two TARIDX indexes by sample"),
     "taco": ("taco", "TACO zip commands (update header entries, create archives)"),
     "kastore": ("kastore", "kastore / tskit .trees commands"),
     "tbl": ("tbl", "TBL (TurboLoader) commands: cat a sample, verify checksums"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..atomic import atomic_write
-from ..errors import FormatError, TruncatedError
+from ..errors import FormatError, TruncatedError, WriteError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .taridx_header import (  # noqa: F401 - re-exported: the header lives in a numpy-free module
     FIELD_LAYOUT,
@@ -179,14 +179,26 @@ def encode_header(n_stems: int, n_rows: int, n_ext: int, n_crash: int, off_crash
     return rec.tobytes()
 
 
+def _text_block(path: str | os.PathLike[str], what: str, strings: Sequence[str]) -> bytes:
+    """Strings joined by newlines as UTF-8; refuses one that would not read back as itself."""
+    for i, text in enumerate(strings):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} is not text that UTF-8 can store") from None
+        if "\n" in text:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} holds a newline, the index's separator")
+    return "\n".join(strings).encode("utf-8")
+
+
 def write_taridx(path: str | os.PathLike[str], rows: np.ndarray, extensions: Sequence[str],
                  crash_stems: Sequence[str], n_stems: int, contiguous: bool | None = None) -> None:
     """Write a .taridx exactly as the reference does, atomically (temp file, fsync, rename)."""
     rows = np.ascontiguousarray(rows, dtype=ROW_DTYPE)
     if contiguous is None:
         contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
-    ext_block = "\n".join(extensions).encode("utf-8")
-    crash_block = "\n".join(crash_stems).encode("utf-8")
+    ext_block = _text_block(path, "extension", extensions)
+    crash_block = _text_block(path, "crash stem", crash_stems)
     off_crash = HEADER_SIZE + len(ext_block)
     off_arr = off_crash + len(crash_block)
     header = encode_header(n_stems, len(rows), len(extensions), len(crash_stems), off_crash, off_arr,

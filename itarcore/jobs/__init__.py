@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..audit import audit_index as audit_index
     from ..audit import quick_check as quick_check
+    from ..diff import diff_indexes as diff_indexes
     from .convert_tbl import convert_tar_to_tbl as convert_tar_to_tbl
     from .index import IndexResult as IndexResult
     from .index import index_fold as index_fold
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "audit_index": "..audit", "quick_check": "..audit", "convert_tar_to_tbl": ".convert_tbl",
     "IndexResult": ".index", "index_fold": ".index", "index_folds": ".index",
+    "diff_indexes": "..diff",
 }
 __all__ = list(_WHERE)
 
