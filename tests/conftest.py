@@ -30,6 +30,14 @@ def webds(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test gets an empty itarcore cache (key indexes), never the user's."""
+    folder = tmp_path_factory.mktemp("itarcore-cache")
+    monkeypatch.setenv("ITARCORE_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
 def _no_leaked_threads():
     """Fail any test that leaves a Python thread or Qt pool task running (as napari does)."""
     before = set(threading.enumerate())
@@ -59,12 +67,3 @@ def scan_route(request, monkeypatch) -> str:
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
     monkeypatch.setenv("ITARCORE_JIT", "0" if request.param == "numpy" else "1")
     return request.param
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _private_shard_cache(tmp_path_factory):
-    """Index runs that use the default shard cache write to a temp folder, never the user's cache."""
-    from itarcore.indexing.cache import ENV_CACHE_DIR
-
-    os.environ[ENV_CACHE_DIR] = str(tmp_path_factory.mktemp("itarcore-cache"))
-    yield

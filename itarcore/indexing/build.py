@@ -84,6 +84,7 @@ def build_fold(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: bo
         failed = sorted(run.failures, key=lambda f: f[0])
         raise ShardsFailed([(run.paths[fid], exc) for fid, exc in failed], run.counts, len(run.paths))
     index = merge_shards(run.tables, force_contiguous)
+    index.route, index.route_reason = run.route, run.route_reason
     run.reporter.update(run.reporter.total, message=run.counts.text(), force=True)
     return FoldBuild(index, run.counts, run.notes)
 
@@ -104,6 +105,7 @@ class _FoldRun:
         self.todo = [fid for fid, t in enumerate(self.tables) if t is None]
         self.done = [0 if t is None else size for t, size in zip(self.tables, self.sizes)]  # bytes per shard
         self.failures: list[tuple[int, BaseException]] = []
+        self.route, self.route_reason = "cache", "every shard's table came from the cache"  # until a scan runs
         self.notes: list[str] = []
         self.reporter = ProgressReporter(progress, sum(self.sizes), "bytes", cancel)
         self.lock = threading.Lock()
@@ -115,7 +117,8 @@ class _FoldRun:
                                  message=self.counts.text())
 
     def scan(self, runner: TaskRunner) -> None:
-        compiled = jit.worthwhile(sum(self.sizes[fid] for fid in self.todo))  # one choice for the whole run
+        compiled, self.route_reason = jit.choose(sum(self.sizes[fid] for fid in self.todo))  # one choice a run
+        self.route = "compiled" if compiled and jit.available() else "numpy"
         workers = min(runner.local_workers, len(self.todo)) if runner.local_workers else 0
         threads = max(1, scan_threads() // workers) if workers else 1  # threads one shard's scan may use besides
         stop = self.cancel.child() if self.cancel is not None else CancelToken()  # also stops scans on an error

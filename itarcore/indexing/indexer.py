@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import DatasetError
 from ..formats.tar import TarScan, scan_tar
+from ..formats.tar_names import check_text_names
 from ..formats.taridx import ROW_DTYPE, contiguous_runs
 from ..progress import CancelToken, ProgressCallback
 from . import jit
@@ -95,6 +96,9 @@ def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
     nul = fields == 0
+    if fields.shape[1] == 0 or nul[:, 0].all():  # every name empty (argmax has no column to pick)
+        empty = np.zeros(len(fields), np.int64)
+        return empty, empty, empty
     end = np.where(nul.any(axis=1), nul.argmax(axis=1), fields.shape[1])
     width = int(end.max())
     names = fields[:, :width]  # names are usually far shorter than the field
@@ -130,7 +134,19 @@ def split_name(name: bytes) -> tuple[bytes, str]:
 def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None,
                   progress: ProgressCallback | None = None, compiled: bool | None = None,
                   threads: int | None = None) -> ShardMembers:
-    return members_from_scan(scan_tar(path, progress, cancel, compiled=compiled, threads=threads))
+    """One shard's member table; refuses (FormatError at the member's header) names an index cannot hold.
+
+    Names are indexed exactly as the reference splits them (NOTES.md): only ``/``
+    separates folders, so a backslash, space or tab is part of the stem; the stem ends at
+    the first dot, so ``.hidden`` has stem ``''`` and a name without a dot (``README``,
+    ``dir/``) has extension ``''``. Refused: names that are not UTF-8 (the spec hashes
+    ``stem.encode('utf-8')`` and stores extensions and crash stems as UTF-8 text), and
+    names with a NUL (only a pax path can hold one) or a newline (the index's text blocks
+    are newline-separated, so the extension or crash stem would not read back).
+    """
+    scan = scan_tar(path, progress, cancel, compiled=compiled, threads=threads)
+    check_text_names(scan, forbidden=b"\0\n")
+    return members_from_scan(scan)
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
@@ -203,6 +219,8 @@ class FoldIndex:
     n_stems: int
     contiguous: bool
     shard_sizes: list[int]
+    route: str = "numpy"  # which scan ran: "compiled" (numba) or "numpy"
+    route_reason: str = ""  # why (jit.choose)
 
 
 def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False) -> FoldIndex:

@@ -36,6 +36,8 @@ class IndexResult:
     backup: Path | None = None
     warnings: list[str] = field(default_factory=list)
     counts: ShardCounts = field(default_factory=ShardCounts)  # shards reused from the cache, scanned, failed
+    route: str = "numpy"  # the tar scan that ran: "compiled" (numba), "numpy", or "cache" (no scan)
+    route_reason: str = ""
 
     @property
     def members_per_second(self) -> float:
@@ -83,7 +85,7 @@ def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLi
         extensions=[(e, int(c)) for e, c in zip(built.extensions, counts)],
         crash_stems=built.crash_stems, contiguous=built.contiguous,
         seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings,
-        counts=build.counts)
+        counts=build.counts, route=built.route, route_reason=built.route_reason)
 
 
 def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None, *,
