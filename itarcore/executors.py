@@ -121,7 +121,8 @@ class TaskResults:
     """``(task number, result, None)`` or ``(task number, None, exception)`` in completion order.
 
     Raises ``Cancelled`` (after cancelling what has not started) when the cancel token is set.
-    Results that complete together are fetched together (one round trip for a batch on Dask).
+    Each result is fetched on its own: a Dask ``gather`` of several, one of them on a worker that
+    has just died, was seen to wait forever.
     """
 
     def __init__(self, runner: TaskRunner, futures: list, cancel: CancelToken | None) -> None:
@@ -235,11 +236,6 @@ class DaskRunner(TaskRunner):
         with contextlib.suppress(Exception):  # a closing client may refuse; the tasks die with it
             self.client.cancel(futures)
 
-    def fetch(self, futures: list) -> list[tuple[Any, Any, BaseException | None]]:
-        finished = [f for f in futures if f.status == "finished"]
-        results = self.client.gather(finished) if finished else []  # one round trip, not one per task
-        out = list(zip(finished, results, [None] * len(finished)))
-        return out + super().fetch([f for f in futures if f.status != "finished"])
 
     def close(self) -> None:
         if self.own_client:
