@@ -185,10 +185,10 @@ def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding
         severity = "error"
         findings.append(Finding(kind, severity, f"{len(failed)} row(s) of {name} do not match the tar headers: "
                                 f"{shown}{more}{why}{note}", failed, [name]))
-    if loose:
-        names = ", ".join(f"{n!r} at {o}" for o, n, _, _ in loose[:SHOWN])
+    if loose:  # data no loader that trusts the index can see: the index is stale, an error like the row ones
+        names = ", ".join(f"{n!r} at offset {o}" for o, n, _, _ in loose[:SHOWN])
         more = f" … ({len(loose)} members)" if len(loose) > SHOWN else ""
-        findings.append(Finding("unindexed_member", "warning", f"{len(loose)} member(s) of {name} are not in the "
+        findings.append(Finding("unindexed_member", "error", f"{len(loose)} member(s) of {name} are not in the "
                                 f"index: {names}{more}{'' if failed else note}", [], [name]))
     if not findings and note:
         findings.append(_modified_finding(fold, shard.fid))

@@ -1,7 +1,8 @@
 """The `itarcore` command line.
 
 Every read command takes ``--json``. Exit codes: 0 ok, 1 findings, 2 unusable input
-or usage. Errors print one line to stderr, never a traceback.
+or usage. Errors print one line to stderr, never a traceback; ``itarcore --debug ...``
+adds the traceback, for a bug report.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import argparse
 import importlib
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run `itarcore COMMAND --help` for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"itarcore {__version__}")
+    parser.add_argument("--debug", action="store_true", help="on an error, also print its traceback (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -92,20 +95,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or EXIT_OK)
-    except ItarError as exc:
-        print(f"itarcore: error: {exc}", file=sys.stderr)
-    except FileNotFoundError as exc:
-        print(f"itarcore: error: {exc.filename}: no such file", file=sys.stderr)
-    except IsADirectoryError as exc:
-        print(f"itarcore: error: {exc.filename}: is a directory", file=sys.stderr)
-    except PermissionError as exc:
-        print(f"itarcore: error: {exc.filename}: permission denied", file=sys.stderr)
-    except OSError as exc:
-        print(f"itarcore: error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("itarcore: interrupted", file=sys.stderr)
         return 130
-    return EXIT_UNUSABLE
+    except BrokenPipeError:  # the reader went away: entry_point ends quietly
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, one line and exit 2, never a traceback
+        if args.debug:
+            traceback.print_exc()
+        print(f"itarcore: error: {error_line(exc)}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def error_line(exc: Exception) -> str:
+    """One line for any exception: ours say what and where; anything else is named as unexpected."""
+    if isinstance(exc, ItarError):
+        text = str(exc)
+    elif isinstance(exc, FileNotFoundError):
+        text = f"{exc.filename}: no such file"
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{exc.filename}: is a directory"
+    elif isinstance(exc, PermissionError):
+        text = f"{exc.filename}: permission denied"
+    elif isinstance(exc, OSError):
+        text = str(exc)
+    else:
+        text = (f"internal error ({type(exc).__name__}: {exc}); please report it with the output of "
+                "`itarcore --debug ...`")
+    return " ".join(text.split())
 
 
 def entry_point() -> None:
