@@ -23,7 +23,7 @@ from ..formats.taridx import TaridxIndex, contiguous_runs, read_taridx
 from ..indexing.hashing import xxh64_padded
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .report import SHOWN, AuditReport, Finding, rows_text
-from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
+from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard, rows_beyond
 from .samples import sample_findings
 
 __all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
@@ -109,7 +109,7 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
             continue
         size = os.stat(path).st_size
         part = fold.rows[rows]
-        out = rows[part["offset"].astype(np.int64) + 512 + part["size"].astype(np.int64) > size].tolist()
+        out = rows[rows_beyond(part["offset"], part["size"], size)].tolist()
         note = _mtime_note(fold, fid)
         if out:
             findings.append(Finding("outside_shard", "error", f"{len(out)} row(s) reach past the end of "

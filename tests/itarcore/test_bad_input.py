@@ -1,0 +1,212 @@
+"""Bad input meets one exception family: sniffing, the CLI's last line of defence, decoders, numbers from files.
+
+Truth: Python's ``zipfile`` (what it raises on a damaged archive), ``tarfile`` (member offsets),
+``pyarrow`` (a parquet file it writes, then relabelled bytes it cannot decode).
+"""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itarcore.audit import audit_index, quick_check
+from itarcore.audit.rows import parse_headers
+from itarcore.cli import main
+from itarcore.decoders import DecodeError, decode
+from itarcore.document import open_document
+from itarcore.errors import FormatError
+from itarcore.formats import detect_format, sniffer, unsupported_reason
+from itarcore.formats.kastore import TSZIP_HINT, open_kastore_file
+from itarcore.formats.taridx import ROW_DTYPE, read_taridx
+from itarcore.jobs import index_fold
+
+ROOT = Path(__file__).parents[2]
+
+
+# -- 1. sniffing never raises ------------------------------------------------------------------------
+
+
+def zip_needing_version(path: Path, version: int) -> Path:
+    """A zip whose central directory says it needs ``version`` to extract (255: "zip file version 25.5")."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(".zattrs", b'{"format": "tszip"}')
+    data = bytearray(buf.getvalue())
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 6 : central + 8] = version.to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_damaged_zip_is_not_a_format_it_cannot_sniff(tmp_path: Path) -> None:
+    bad = zip_needing_version(tmp_path / "damaged.zip", 255)
+    with pytest.raises(NotImplementedError, match="zip file version 25.5"):
+        zipfile.ZipFile(bad)  # what the tszip sniffer meets inside
+    assert detect_format(bad) == "zip"
+    assert "not a TARIDX, TACO, kastore or TBL file" in unsupported_reason(bad, "zip")
+    with pytest.raises(FormatError, match="field 'magic' at offset 0"):
+        open_document(bad)
+    with pytest.raises(FormatError, match="not a kastore file"):
+        open_kastore_file(bad)
+    intact = zip_needing_version(tmp_path / "intact.zip", 20)  # the same archive, sniffable: a tszip hint
+    assert unsupported_reason(intact, "zip") == TSZIP_HINT
+    with pytest.raises(FileNotFoundError):  # reading the head is not sniffing: a missing file is a missing file
+        detect_format(tmp_path / "nope.taridx")
+
+
+def test_sniffer_turns_any_exception_into_no() -> None:
+    @sniffer
+    def explodes(head: bytes) -> bool:
+        raise MemoryError(f"{len(head)} bytes")
+
+    assert explodes(b"abc") is False
+    assert sniffer(lambda head: head.startswith(b"PK"))(b"PK\x03\x04") is True
+
+
+# -- 2. the CLI: one line and exit 2, whatever happens; --debug shows the traceback ---------------------
+
+
+def test_cli_damaged_zip_one_line_exit_2(tmp_path: Path) -> None:
+    bad = zip_needing_version(tmp_path / "damaged.zip", 255)
+    run = subprocess.run([sys.executable, "-m", "itarcore", "info", str(bad)], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.splitlines() == [f"itarcore: error: {bad}: not a TARIDX, TACO, kastore or TBL file "
+                                       "(ZIP archive)"]
+
+
+def _break_info(monkeypatch) -> None:
+    import itarcore.cli.taridx as taridx_cli
+
+    def broken(path: str, args: object) -> dict:
+        raise ValueError("a bug\nover two lines")
+
+    monkeypatch.setattr(taridx_cli, "info", broken)
+
+
+def test_cli_unexpected_exception_is_one_line_and_exit_2(monkeypatch, capsys, data_dir: Path) -> None:
+    _break_info(monkeypatch)
+    code = main(["info", str(data_dir / "taridx" / "webds" / "val.taridx")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("itarcore: error: internal error (ValueError: a bug over two lines)")
+    assert "itarcore --debug" in err
+
+
+def test_cli_debug_shows_the_traceback(monkeypatch, capsys, data_dir: Path) -> None:
+    _break_info(monkeypatch)
+    code = main(["--debug", "info", str(data_dir / "taridx" / "webds" / "val.taridx")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("Traceback (most recent call last):") and 'in broken\n    raise ValueError("a bug' in err
+    assert err.splitlines()[-1].startswith("itarcore: error: internal error (ValueError")
+
+
+def test_cli_debug_on_an_expected_error(capsys, tmp_path: Path) -> None:
+    assert main(["--debug", "info", str(tmp_path / "missing.taridx")]) == 2
+    err = capsys.readouterr().err
+    assert "FileNotFoundError" in err and err.splitlines()[-1] == f"itarcore: error: {tmp_path / 'missing.taridx'}: no such file"
+
+
+# -- 3. decode raises DecodeError only -----------------------------------------------------------------
+
+
+def parquet_with_invalid_utf8() -> bytes:
+    """A parquet file pyarrow writes, whose string value is then replaced by bytes that are not UTF-8."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"name": ["QQQQQQQQ"], "n": [1]}), buf, compression="none", use_dictionary=False,
+                   write_statistics=False)
+    data = buf.getvalue()
+    assert data.count(b"QQQQQQQQ") == 1  # the value is stored once, plain: relabel it in place
+    return data.replace(b"QQQQQQQQ", b"\xff\xfeQQQQQQ")
+
+
+def test_parquet_with_invalid_utf8_is_a_decode_error() -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = parquet_with_invalid_utf8()
+    with pytest.raises(UnicodeDecodeError):  # what pyarrow itself raises
+        pq.ParquetFile(pa.BufferReader(data)).read().to_pylist()
+    with pytest.raises(DecodeError, match="parquet.*UnicodeDecodeError"):
+        decode(data, "parquet")
+
+
+def test_any_decoder_failure_becomes_decode_error(monkeypatch) -> None:
+    import itarcore.decoders as decoders
+
+    def scipy_like(data: bytes, meta: dict | None = None) -> None:
+        raise TypeError("unexpected mat5 layout")
+
+    monkeypatch.setitem(decoders.DECODERS, "mat", scipy_like)
+    with pytest.raises(DecodeError, match=r"not a decodable mat payload \(TypeError: unexpected mat5 layout\)"):
+        decode(b"MATLAB 5.0", "mat")
+
+
+def test_cls_with_invalid_utf8_shows_its_bytes() -> None:
+    got = decode(b"\xff3\n", "cls")
+    assert got.kind == "text" and got.value == "\ufffd3\n" and "not an ASCII integer" in got.description
+    assert decode(b" 42\n", "cls").value == 42
+
+
+# -- 4. numbers from files are range-checked before a cast ---------------------------------------------
+
+
+def test_parse_headers_base256_size_beyond_int64() -> None:
+    headers = np.zeros((2, 512), np.uint8)
+    headers[:, :5] = np.frombuffer(b"a.bin", np.uint8)
+    headers[0, 124:136] = np.frombuffer(b"\x80" + b"\xff" * 11, np.uint8)  # 2**88 - 1
+    headers[1, 124:136] = np.frombuffer(b"\x80" + (5000).to_bytes(11, "big"), np.uint8)
+    cols = parse_headers(headers, "x.tar", np.array([0, 512], np.int64), [])
+    assert cols.size_ok.tolist() == [False, True] and cols.sizes.tolist() == [-1, 5000]
+
+
+@pytest.fixture
+def fold_with_header_like_payload(tmp_path: Path) -> tuple[Path, int]:
+    """A one-shard fold whose .bin payload is blocks of 0x80 (a huge base-256 size if read as a header)."""
+    shard = tmp_path / "fold_0000.tar"
+    with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, payload in (("s0.bin", b"\x80" * 1024), ("s0.cls", b"1"), ("s1.cls", b"2")):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tf.addfile(info, io.BytesIO(payload))
+    with tarfile.open(shard) as tf:
+        data_offset = tf.getmember("s0.bin").offset_data
+    index = tmp_path / "fold.taridx"
+    index_fold([shard], index)
+    return index, data_offset
+
+
+def set_row_field(index: Path, row: int, field: str, value: int) -> None:
+    off_arr = read_taridx(index).header.off_arr
+    data = bytearray(index.read_bytes())
+    start = off_arr + row * ROW_DTYPE.itemsize + ROW_DTYPE.fields[field][1]
+    width = ROW_DTYPE.fields[field][0].itemsize
+    data[start : start + width] = value.to_bytes(width, "little")
+    index.write_bytes(bytes(data))
+
+
+def test_verify_full_row_pointing_at_a_huge_base256_size(fold_with_header_like_payload, capsys) -> None:
+    index, data_offset = fold_with_header_like_payload
+    set_row_field(index, 0, "offset", data_offset)  # the row now points into its own payload
+    assert main(["verify", "--full", str(index)]) == 1
+    out = capsys.readouterr().out
+    assert "bad_header" in out and "row 0: no valid tar header there" in out
+
+
+@pytest.mark.parametrize("field,value", [("size", (1 << 64) - 1), ("size", 1 << 63), ("offset", (1 << 64) - 512)])
+def test_rows_reaching_past_the_shard_with_u64_extremes(fold_with_header_like_payload, field: str, value: int) -> None:
+    """offset + size must not wrap around int64 and pass for a row inside the shard."""
+    index, _ = fold_with_header_like_payload
+    set_row_field(index, 1, field, value)
+    for report in (quick_check(index), audit_index(index)):
+        outside = [f for f in report.findings if f.kind in ("outside_shard", "truncated_shard", "row_mismatch")]
+        assert [f.rows for f in outside] == [[1]] and outside[0].severity == "error", report.summary_text()
