@@ -295,6 +295,6 @@ def decode(data: bytes | memoryview, ext: str, meta: dict | None = None) -> Deco
         return decoder(data, meta)
     except DecodeError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any failure of a decoder means "cannot decode this payload"
+    except Exception as exc:  # any failure of a decoder means "cannot decode this payload"
         what = last_part(ext) or "untyped"
         raise DecodeError(f"not a decodable {what} payload ({type(exc).__name__}: {exc})") from exc

@@ -20,8 +20,6 @@ import contextlib
 import io
 import os
 import random
-import re
-import shutil
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from itarcore.errors import ItarError
+if __name__ == "__main__":  # run as a script: the repository's itarcore, not the tests/itarcore folder
+    import sys
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+
+from itarcore.errors import ItarError  # after the script's path fix
 
 DATA = Path(__file__).parent / "data"
 WEBDS = DATA / "taridx" / "webds"
@@ -92,8 +95,7 @@ class Mutator:
         self.rng = random.Random(seed)
         self.scalars, self.regions = int_fields(path)
 
-    def flip(self) -> tuple[str, bytes]:
-        data = bytearray(self.original)
+    def flip(self, data: bytearray) -> str:
         n = self.rng.choice((1, 1, 2, 4, 16))
         for _ in range(n):
             pos = self.rng.randrange(len(data))
@@ -101,37 +103,41 @@ class Mutator:
                 data[pos] ^= 1 << self.rng.randrange(8)
             else:
                 data[pos] = self.rng.randrange(256)
-        return f"flip {n}", bytes(data)
+        return f"flip {n}"
 
-    def truncate(self) -> tuple[str, bytes]:
+    def truncate(self, data: bytearray) -> str:
         cuts = [o for o, _ in self.scalars] + [o for o, _ in self.regions]
-        cut = self.rng.choice(cuts) + self.rng.choice((-1, 0, 1)) if cuts and self.rng.random() < 0.5 \
-            else self.rng.randrange(len(self.original))
-        cut = max(0, min(cut, len(self.original) - 1))
-        return f"truncate at {cut}", self.original[:cut]
+        if cuts and self.rng.random() < 0.5:  # at or next to a structure's start
+            cut = self.rng.choice(cuts) + self.rng.choice((-1, 0, 1))
+        else:
+            cut = self.rng.randrange(len(data))
+        cut = max(0, min(cut, len(data) - 1))
+        del data[cut:]
+        return f"truncate at {cut}"
 
-    def overwrite(self) -> tuple[str, bytes]:
-        data = bytearray(self.original)
+    def overwrite(self, data: bytearray) -> str:
         if self.regions and (not self.scalars or self.rng.random() < 0.5):
             start, size = self.rng.choice(self.regions)
             width = self.rng.choice((4, 8))
-            if size < width:
-                return self.flip()
-            pos = start + self.rng.randrange(size // width) * width
+            pos = start + self.rng.randrange(max(1, size // width)) * width
         else:
             pos, width = self.rng.choice(self.scalars)
         if pos + width > len(data):
-            return self.flip()
+            return self.flip(data)
         current = int.from_bytes(data[pos : pos + width], "little")
         value = self.rng.choice(boundary_values(width, current, len(data), self.rng))
         data[pos : pos + width] = value.to_bytes(width, "little")
-        return f"u{8 * width} at {pos}: {current} -> {value}", bytes(data)
+        return f"u{8 * width} at {pos}: {current} -> {value}"
 
     def mutants(self, count: int) -> Iterator[tuple[str, bytes]]:
+        """``count`` mutants: one damage each, or two for one in four (a flip or overwrite, then another)."""
         kinds = (self.flip, self.truncate, self.overwrite, self.overwrite)
         for i in range(count):
-            what, data = kinds[i % len(kinds)]()
-            yield what, data
+            data = bytearray(self.original)
+            done = [kinds[i % len(kinds)](data)]
+            if self.rng.random() < 0.25 and data:
+                done.append(self.rng.choice((self.flip, self.overwrite))(data))
+            yield "; ".join(done), bytes(data)
 
 
 def place_mutant(name: str, data: bytes, folder: Path) -> Path:
@@ -294,3 +300,74 @@ def exercise_fold(index_path: Path, rows: list[int]) -> list[Escape]:
         if report is not None:
             steps.run(f"{label} report", lambda r=report: (r.summary_text(), r.dumps(), r.exit_code))
     return steps.escapes
+
+
+# -- a bigger campaign, locally ---------------------------------------------------------------------
+
+
+def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], int]:
+    """Run one mutant in a pool worker; return its escapes (as text) and the worker's peak RSS in KiB."""
+    import resource
+    import tempfile
+
+    name, what, data, rows = case
+    folder = Path(tempfile.gettempdir()) / f"itarcore-fuzz-{os.getpid()}"
+    path = place_mutant("taridx" if name == "rows" else name, data, folder / name)
+    escapes = exercise_fold(path, rows) if name == "rows" else exercise_document(path) + exercise_cli_info(path)
+    return [f"[{name}] {what}\n{e}" for e in escapes], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _campaign_cases(mutants: int, row_mutants: int, seed: int) -> Iterator[tuple[str, str, bytes, list[int]]]:
+    for name, src in FIXTURES.items():
+        for what, data in Mutator(src, seed).mutants(mutants):
+            yield name, what, data, []
+    rng = random.Random(seed)
+    original = FIXTURES["taridx"].read_bytes()
+    for _ in range(row_mutants):
+        what, data, rows = mutate_rows(original, rng)
+        yield "rows", what, data, rows
+
+
+def campaign(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -> int:
+    """Every case in a worker pool; a case that outlives ``timeout`` is a hang and restarts the pool."""
+    import multiprocessing
+
+    cases = list(_campaign_cases(mutants, row_mutants, seed))
+    escapes: list[str] = []
+    hangs: list[str] = []
+    peak_kib = done = 0
+    while done < len(cases):
+        with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=500) as pool:
+            results = pool.imap(_campaign_case, cases[done:], chunksize=1)
+            try:
+                for _ in range(len(cases) - done):
+                    found, rss = results.next(timeout)
+                    escapes += found
+                    peak_kib = max(peak_kib, rss)
+                    done += 1
+                    if done % 1000 == 0:
+                        print(f"{done}/{len(cases)} cases, {len(escapes)} escapes, {len(hangs)} hangs", flush=True)
+            except multiprocessing.TimeoutError:
+                name, what = cases[done][:2]
+                hangs.append(f"[{name}] {what}")
+                done += 1
+                pool.terminate()
+    print(f"{len(cases)} cases ({mutants} per fixture x {len(FIXTURES)} fixtures + {row_mutants} damaged-row "
+          f"indexes), seed {seed}: {len(escapes)} escapes, {len(hangs)} hangs (> {timeout:g} s), "
+          f"peak worker RSS {peak_kib / 1024:.0f} MiB")
+    for text in escapes[:20] + hangs[:20]:
+        print("\n" + text)
+    return 1 if escapes or hangs else 0
+
+
+if __name__ == "__main__":
+    import argparse
+
+    cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cli.add_argument("--mutants", type=int, default=2000, help="mutants per fixture (default 2000)")
+    cli.add_argument("--rows", type=int, default=5000, help="damaged-row indexes against intact shards")
+    cli.add_argument("--seed", type=int, default=1)
+    cli.add_argument("--timeout", type=float, default=30.0, help="seconds before a case counts as a hang")
+    cli.add_argument("--jobs", type=int, default=2)
+    opts = cli.parse_args()
+    raise SystemExit(campaign(opts.mutants, opts.rows, opts.seed, opts.timeout, opts.jobs))

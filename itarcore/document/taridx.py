@@ -10,6 +10,7 @@ from .base import Column, Document, HeaderField, Payload, Table
 # Per-extension and per-crash-stem counts need a pass over every row; up to this many
 # rows they are computed at open, beyond it on first use (the GUI asks from a worker).
 EAGER_STATS_ROWS = 2_000_000
+_LARGEST_EXACT_INT64 = float(2**63 - 1024)  # the largest float64 below 2**63: casts to int64 exactly
 
 
 def describe_flags(flags: int) -> str:
@@ -56,13 +57,17 @@ class _Counts:
             extid = self.ds.rows["extid"]
             rows = np.bincount(extid, minlength=n_ext)[:n_ext]
             size = np.bincount(extid, weights=self.ds.rows["size"].astype(np.float64), minlength=n_ext)[:n_ext]
-            self._ext = rows.astype(np.int64), size.astype(np.int64)
+            # sizes are u64 from the file: a damaged row's sum may not fit int64, so clip before the cast
+            self._ext = rows.astype(np.int64), np.minimum(size, _LARGEST_EXACT_INT64).astype(np.int64)
         return self._ext
 
     def crash(self) -> np.ndarray:
         if self._crash is None:
             n = len(self.ds.index.crash_stems) + 1
-            self._crash = np.bincount(self.ds.rows["crashid"], minlength=n)[:n].astype(np.int64)
+            # ids past the table (rows not checked yet on a big index) count in one spare bin, not in
+            # a bincount as long as the largest id read from the file
+            crashid = np.minimum(self.ds.rows["crashid"], n)
+            self._crash = np.bincount(crashid, minlength=n + 1)[:n].astype(np.int64)
         return self._crash
 
 
