@@ -186,7 +186,7 @@ def fold_with_header_like_payload(tmp_path: Path) -> tuple[Path, int]:
 
 
 def set_row_field(index: Path, row: int, field: str, value: int) -> None:
-    off_arr = read_taridx(index).header.off_arr
+    off_arr = read_taridx(index, check_rows=False).header.off_arr
     data = bytearray(index.read_bytes())
     start = off_arr + row * ROW_DTYPE.itemsize + ROW_DTYPE.fields[field][1]
     width = ROW_DTYPE.fields[field][0].itemsize
@@ -227,3 +227,23 @@ def test_extension_bytes_of_a_row_with_a_u64_size(webds: Path) -> None:
         assert total >= 1 << 62 and others == truth
     finally:
         doc.close()
+
+
+def test_unchecked_rows_of_a_big_index_name_no_table_entry(webds: Path, monkeypatch, capsys) -> None:
+    """Rows of an index over the eager-check size are checked by verify, not at open: lookups check their ids."""
+    from itarcore.dataset import Dataset
+    from itarcore.formats import taridx
+
+    index = webds / "train.taridx"
+    header = read_taridx(index).header
+    set_row_field(index, 3, "extid", header.n_ext + 4)
+    set_row_field(index, 5, "crashid", header.n_crash + 9)
+    monkeypatch.setattr(taridx, "EAGER_ROW_CHECK_BYTES", 0)  # as if the index were over 256 MiB
+    with Dataset.open(index) as ds:
+        assert not ds.index.rows_checked
+        with pytest.raises(FormatError, match=rf"'extid' at offset {header.off_arr + 3 * 32 + 18}.*row 3"):
+            ds.ext_of(3)
+        (webds / "train_0000.tar").unlink()  # names come from the crash table when the shard is missing
+        assert ds.stem_names([5]) == [""]
+    assert main(["rows", str(index), "--start", "3", "--limit", "1", "--json"]) == 2
+    assert "row 3: extension id out of range" in capsys.readouterr().err
