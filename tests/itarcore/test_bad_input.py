@@ -247,3 +247,21 @@ def test_unchecked_rows_of_a_big_index_name_no_table_entry(webds: Path, monkeypa
         assert ds.stem_names([5]) == [""]
     assert main(["rows", str(index), "--start", "3", "--limit", "1", "--json"]) == 2
     assert "row 3: extension id out of range" in capsys.readouterr().err
+
+
+def test_lz4_sample_claiming_more_than_its_block_can_hold(data_dir: Path, tmp_path: Path) -> None:
+    """lz4 allocates the claimed size up front: a claim no block of that size can reach is refused first."""
+    from itarcore.formats.tbl import TblFile
+
+    path = tmp_path / "claims.tbl"
+    path.write_bytes((data_dir / "tbl" / "v2_lz4_meta.tbl").read_bytes())
+    with TblFile(path) as tbl:
+        i = next(i for i in range(len(tbl)) if tbl.is_compressed(i))
+        at, stored = tbl.entry_offset(i) + 12, len(tbl.stored(i))
+    data = bytearray(path.read_bytes())
+    data[at : at + 4] = (0xFFFF_FFFF).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with TblFile(path, check_header_crc=False) as tbl, pytest.raises(FormatError) as caught:
+        tbl.read_sample(i)
+    assert f"field 'entry[{i}].uncompressed_size' at offset {at}" in str(caught.value)
+    assert f"more than an LZ4 block of {stored} bytes can hold" in str(caught.value)
