@@ -17,6 +17,7 @@ workers' peak RSS reported::
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import random
@@ -74,6 +75,9 @@ def int_fields(path: Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]
         scalars = [(f.offset, SCALAR_WIDTHS[f.type]) for f in doc.header if f.type in SCALAR_WIDTHS]
         regions = [(f.offset, min(f.size, size - f.offset)) for f in doc.header
                    if f.type not in SCALAR_WIDTHS and f.size >= 16 and f.name not in ("reserved", "padding")]
+        values = {f.name: f.value for f in doc.header}
+        if "central directory offset" in values:  # a zip's per-member records: sizes, offsets, name lengths
+            regions.append((values["central directory offset"], values["central directory size"]))
         return scalars, regions
     finally:
         doc.close()
@@ -138,6 +142,49 @@ class Mutator:
             if self.rng.random() < 0.25 and data:
                 done.append(self.rng.choice((self.flip, self.overwrite))(data))
             yield "; ".join(done), bytes(data)
+
+
+def fixture_payloads(path: Path) -> list[tuple[str, bytes, dict]]:
+    """(ext, bytes, meta) of every payload of every table of an intact fixture."""
+    from itarcore.document import open_document
+
+    doc = open_document(path)
+    try:
+        found = []
+        for table in doc.tables:
+            if table.payload is None:
+                continue
+            for row in range(table.n_rows):
+                if table.payload_available is None or table.payload_available(row):
+                    p = table.payload(row)
+                    found.append((p.ext, bytes(p.data), dict(p.meta)))
+        return found
+    finally:
+        doc.close()
+
+
+def mutate_payload(data: bytes, rng: random.Random) -> tuple[str, bytes]:
+    """A payload with flipped bytes, cut short, or both (decoders meet what a damaged member holds)."""
+    out = bytearray(data)
+    done = []
+    if out and rng.random() < 0.7:
+        n = rng.choice((1, 2, 8, 32))
+        for _ in range(n):
+            out[rng.randrange(len(out))] = rng.randrange(256)
+        done.append(f"{n} bytes changed")
+    if not done or rng.random() < 0.4:
+        cut = rng.randrange(len(out) + 1)
+        del out[cut:]
+        done.append(f"cut at {cut}")
+    return ", ".join(done), bytes(out)
+
+
+def exercise_decode(ext: str, data: bytes, meta: dict) -> list[Escape]:
+    from itarcore.decoders import decode
+
+    steps = _Steps()
+    steps.run(f"decode {ext!r}", lambda: decode(data, ext, meta))
+    return steps.escapes
 
 
 def place_mutant(name: str, data: bytes, folder: Path) -> Path:
@@ -220,6 +267,13 @@ def exercise_document(path: Path) -> list[Escape]:
     finally:
         steps.run("close", doc.close)
     return steps.escapes
+
+
+def reuse_cli_parser() -> Callable[[], object]:
+    """A build_parser that builds once (thousands of main() calls); patch it in for a fuzz run."""
+    from itarcore import cli
+
+    return functools.cache(cli.build_parser)
 
 
 def exercise_cli_info(path: Path) -> list[Escape]:
@@ -310,6 +364,10 @@ def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], 
     import resource
     import tempfile
 
+    from itarcore import cli
+
+    if not hasattr(cli.build_parser, "cache_info"):  # once per worker process
+        cli.build_parser = reuse_cli_parser()
     name, what, data, rows = case
     folder = Path(tempfile.gettempdir()) / f"itarcore-fuzz-{os.getpid()}"
     path = place_mutant("taridx" if name == "rows" else name, data, folder / name)

@@ -7,7 +7,6 @@ adds the traceback, for a bug report.
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib
 import json
 import sys
@@ -91,14 +90,8 @@ def print_json_lines(objs: Any) -> None:
         write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-@functools.cache
-def _parser() -> argparse.ArgumentParser:
-    """Built once per process: in-process callers (tests, embedding) run main many times."""
-    return build_parser()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:

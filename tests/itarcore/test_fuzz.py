@@ -13,11 +13,31 @@ import random
 from pathlib import Path
 
 import pytest
-from fuzzing import FIXTURES, Mutator, exercise_cli_info, exercise_document, exercise_fold, mutate_rows, place_mutant
+from fuzzing import (
+    FIXTURES,
+    Mutator,
+    exercise_cli_info,
+    exercise_decode,
+    exercise_document,
+    exercise_fold,
+    fixture_payloads,
+    mutate_payload,
+    mutate_rows,
+    place_mutant,
+    reuse_cli_parser,
+)
+
+from itarcore import cli
 
 SEED = 17
 MUTANTS = {"taridx": 300, "taco": 300, "kastore": 250, "kastore-multi": 100, "tbl-v1": 200, "tbl-v2": 250}
 ROW_MUTANTS = 150
+PAYLOAD_MUTANTS = 100  # per payload extension of the fixtures: images, labels, JSON, text, arrays, masks, parquet
+
+
+@pytest.fixture(autouse=True)
+def _parser_built_once(monkeypatch) -> None:
+    monkeypatch.setattr(cli, "build_parser", reuse_cli_parser())  # main() itself still runs for every mutant
 
 
 def report(escapes: list[tuple[str, object]]) -> str:
@@ -53,4 +73,22 @@ def test_damaged_rows_against_intact_shards(tmp_path: Path) -> None:
         what, data, rows = mutate_rows(original, rng)
         path = place_mutant("taridx", data, tmp_path)
         escapes += [(what, e) for e in exercise_fold(path, rows)]
+    assert not escapes, report(escapes)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning:PIL")  # Pillow warns about the damage it survives
+def test_damaged_payloads_decode_or_raise_decode_error() -> None:
+    """Every kind of payload the fixtures hold, damaged: decode() returns, or raises DecodeError, only."""
+    rng = random.Random(SEED)
+    by_ext: dict[str, list[tuple[bytes, dict]]] = {}
+    for name in FIXTURES:
+        for ext, data, meta in fixture_payloads(FIXTURES[name]):
+            by_ext.setdefault(ext, []).append((data, meta))
+    assert {"jpg", "png", "webp", "cls", "json", "txt", "npy", "seg8", "parquet", "kastore"} <= set(by_ext)
+    escapes = []
+    for ext, payloads in by_ext.items():
+        for i in range(PAYLOAD_MUTANTS):
+            data, meta = payloads[i % len(payloads)]
+            what, damaged = mutate_payload(data, rng)
+            escapes += [(f"{ext} payload, {what}", e) for e in exercise_decode(ext, damaged, meta)]
     assert not escapes, report(escapes)
