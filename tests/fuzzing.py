@@ -359,6 +359,9 @@ def exercise_fold(index_path: Path, rows: list[int]) -> list[Escape]:
 # -- a bigger campaign, locally ---------------------------------------------------------------------
 
 
+RSS_JUMP_KIB = 64 << 10  # a case that raises its worker's peak RSS by this much is reported
+
+
 def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], int]:
     """Run one mutant in a pool worker; return its escapes (as text) and the worker's peak RSS in KiB."""
     import resource
@@ -371,8 +374,13 @@ def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], 
     name, what, data, rows = case
     folder = Path(tempfile.gettempdir()) / f"itarcore-fuzz-{os.getpid()}"
     path = place_mutant("taridx" if name == "rows" else name, data, folder / name)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     escapes = exercise_fold(path, rows) if name == "rows" else exercise_document(path) + exercise_cli_info(path)
-    return [f"[{name}] {what}\n{e}" for e in escapes], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    found = [f"[{name}] {what}\n{e}" for e in escapes]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if peak - before > RSS_JUMP_KIB:
+        found.append(f"[{name}] {what}\nmemory: peak RSS rose from {before >> 10} to {peak >> 10} MiB")
+    return found, peak
 
 
 def _campaign_cases(mutants: int, row_mutants: int, seed: int) -> Iterator[tuple[str, str, bytes, list[int]]]:
