@@ -324,7 +324,7 @@ class TblFile:
         if block.type == META_TYPE_CODES["json"]:
             try:
                 return json.loads(data)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser goes
                 raise FormatError(self.path, "metadata JSON", block.data_offset, f"invalid JSON: {exc}") from None
         if block.type == META_TYPE_CODES["msgpack"]:
             try:

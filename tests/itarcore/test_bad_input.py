@@ -265,3 +265,24 @@ def test_lz4_sample_claiming_more_than_its_block_can_hold(data_dir: Path, tmp_pa
         tbl.read_sample(i)
     assert f"field 'entry[{i}].uncompressed_size' at offset {at}" in str(caught.value)
     assert f"more than an LZ4 block of {stored} bytes can hold" in str(caught.value)
+
+
+def test_deeply_nested_json_metadata_is_a_format_error(tmp_path: Path) -> None:
+    """json.loads raises RecursionError, not ValueError, on deep nesting: still bad metadata, not a crash."""
+    from itarcore.formats.tbl import TblFile
+    from itarcore.formats.tbl_write import write_tbl
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(RecursionError):
+        __import__("json").loads(deep)
+    path = tmp_path / "deep.tbl"
+    write_tbl(path, [(b"\x00" * 12, "RAW_U8")], metadata={0: [("json", deep)]})
+    with TblFile(path) as tbl, pytest.raises(FormatError, match="metadata JSON"):
+        tbl.decode_metadata(tbl.metadata_for(0)[0])
+    doc = open_document(path)
+    try:
+        assert doc.table("samples").lookup("anything").tolist() == []  # the name search skips it
+        with pytest.raises(FormatError, match="metadata JSON"):
+            doc.table("metadata").payload(0)
+    finally:
+        doc.close()
