@@ -6,6 +6,7 @@ Truth: Python's ``zipfile`` (what it raises on a damaged archive), ``tarfile`` (
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tarfile
@@ -274,7 +275,7 @@ def test_deeply_nested_json_metadata_is_a_format_error(tmp_path: Path) -> None:
 
     deep = b"[" * 100_000 + b"]" * 100_000
     with pytest.raises(RecursionError):
-        __import__("json").loads(deep)
+        json.loads(deep)
     path = tmp_path / "deep.tbl"
     write_tbl(path, [(b"\x00" * 12, "RAW_U8")], metadata={0: [("json", deep)]})
     with TblFile(path) as tbl, pytest.raises(FormatError, match="metadata JSON"):
@@ -286,3 +287,23 @@ def test_deeply_nested_json_metadata_is_a_format_error(tmp_path: Path) -> None:
             doc.table("metadata").payload(0)
     finally:
         doc.close()
+
+
+def test_convert_keeps_a_deeply_nested_json_sidecar_as_text(tmp_path: Path) -> None:
+    from itarcore.formats.tbl import TblFile
+    from itarcore.jobs import convert_tar_to_tbl
+
+    deep = b"[" * 100_000
+    shard = tmp_path / "in_0000.tar"
+    with tarfile.open(ROOT / "tests" / "data" / "tbl" / "images.tar") as tf:
+        image = next(m for m in tf.getmembers() if m.name.endswith(".png"))
+        image_bytes = tf.extractfile(image).read()
+    with tarfile.open(shard, "w") as tf:
+        for name, payload in (("s0.png", image_bytes), ("s0.json", deep)):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tf.addfile(info, io.BytesIO(payload))
+    convert_tar_to_tbl([shard], tmp_path / "out.tbl", metadata_from="json")
+    with TblFile(tmp_path / "out.tbl") as tbl:
+        (block,) = tbl.metadata_for(0)
+        assert json.loads(tbl.metadata_bytes(block))["json"] == deep.decode()
