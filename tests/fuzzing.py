@@ -46,8 +46,22 @@ FIXTURES = {
     "kastore-multi": DATA / "kastore" / "multi_store.kas",
     "tbl-v1": DATA / "tbl" / "v1_independent.tbl",
     "tbl-v2": DATA / "tbl" / "v2_lz4_meta.tbl",
+    # a zip none of the formats opens, so sniffing (Python's zipfile, for the tszip hint) meets the damage
+    "tszip": DATA / "kastore" / "example.trees.tsz",
 }
+# where a mutant is written: a .tsz name would be taken for tszip by its suffix alone, never sniffed
+MUTANT_NAMES = {"tszip": "example.zip"}
 SCALAR_WIDTHS = {"u8": 1, "u16": 2, "u32": 4, "u64": 8}
+# (signature, [(offset, width) of its integer fields]) of the zip records: versions, flags, method, CRC,
+# sizes, name/extra/comment lengths, disk numbers, counts and offsets
+ZIP_RECORDS = (
+    (b"PK\x03\x04", [(4, 2), (6, 2), (8, 2), (14, 4), (18, 4), (22, 4), (26, 2), (28, 2)]),
+    (b"PK\x01\x02", [(4, 2), (6, 2), (8, 2), (10, 2), (16, 4), (20, 4), (24, 4), (28, 2), (30, 2), (32, 2),
+                      (34, 2), (42, 4)]),
+    (b"PK\x05\x06", [(4, 2), (6, 2), (8, 2), (10, 2), (12, 4), (16, 4), (20, 2)]),
+    (b"PK\x06\x06", [(4, 8), (24, 4), (28, 4), (32, 8), (40, 8), (48, 8), (56, 8)]),
+    (b"PK\x06\x07", [(4, 4), (8, 8), (16, 4)]),
+)
 
 
 @dataclass(frozen=True)
@@ -65,19 +79,35 @@ class Escape:
 # -- mutants --------------------------------------------------------------------------------------
 
 
+def zip_fields(data: bytes) -> list[tuple[int, int]]:
+    """(offset, width) of every integer field of every zip record found by its signature."""
+    fields = []
+    for signature, layout in ZIP_RECORDS:
+        at = data.find(signature)
+        while at >= 0:
+            fields += [(at + rel, width) for rel, width in layout if at + rel + width <= len(data)]
+            at = data.find(signature, at + 1)
+    return fields
+
+
 def int_fields(path: Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(offset, width) of the scalar integer header fields, and (offset, size) of the record regions."""
+    """(offset, width) of the integer fields, and (offset, size) of the record regions, of an intact file.
+
+    From its Document's header (scalar fields; arrays of records as regions), plus every zip
+    record's fields for a zip; a zip no format opens has only those.
+    """
     from itarcore.document import open_document
 
-    doc = open_document(path)
+    data = path.read_bytes()
+    scalars = zip_fields(data) if data.startswith(b"PK\x03\x04") else []
     try:
-        size = os.path.getsize(path)
-        scalars = [(f.offset, SCALAR_WIDTHS[f.type]) for f in doc.header if f.type in SCALAR_WIDTHS]
-        regions = [(f.offset, min(f.size, size - f.offset)) for f in doc.header
+        doc = open_document(path)
+    except ItarError:
+        return scalars, []
+    try:
+        scalars += [(f.offset, SCALAR_WIDTHS[f.type]) for f in doc.header if f.type in SCALAR_WIDTHS]
+        regions = [(f.offset, min(f.size, len(data) - f.offset)) for f in doc.header
                    if f.type not in SCALAR_WIDTHS and f.size >= 16 and f.name not in ("reserved", "padding")]
-        values = {f.name: f.value for f in doc.header}
-        if "central directory offset" in values:  # a zip's per-member records: sizes, offsets, name lengths
-            regions.append((values["central directory offset"], values["central directory size"]))
         return scalars, regions
     finally:
         doc.close()
@@ -145,10 +175,13 @@ class Mutator:
 
 
 def fixture_payloads(path: Path) -> list[tuple[str, bytes, dict]]:
-    """(ext, bytes, meta) of every payload of every table of an intact fixture."""
+    """(ext, bytes, meta) of every payload of every table of an intact fixture (none when no format opens it)."""
     from itarcore.document import open_document
 
-    doc = open_document(path)
+    try:
+        doc = open_document(path)
+    except ItarError:
+        return []
     try:
         found = []
         for table in doc.tables:
@@ -196,7 +229,7 @@ def place_mutant(name: str, data: bytes, folder: Path) -> Path:
             link = folder / shard.name
             if not link.exists():
                 link.symlink_to(shard.resolve())
-    target = folder / src.name
+    target = folder / MUTANT_NAMES.get(name, src.name)
     target.write_bytes(data)
     return target
 

@@ -30,7 +30,8 @@ from fuzzing import (
 from itarcore import cli
 
 SEED = 17
-MUTANTS = {"taridx": 300, "taco": 300, "kastore": 250, "kastore-multi": 100, "tbl-v1": 200, "tbl-v2": 250}
+MUTANTS = {"taridx": 300, "taco": 300, "kastore": 250, "kastore-multi": 100, "tbl-v1": 200, "tbl-v2": 250,
+           "tszip": 200}
 ROW_MUTANTS = 150
 PAYLOAD_MUTANTS = 100  # per payload extension of the fixtures: images, labels, JSON, text, arrays, masks, parquet
 
