@@ -429,29 +429,33 @@ def _campaign_cases(mutants: int, row_mutants: int, seed: int) -> Iterator[tuple
 
 def campaign(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -> int:
     """Every case in a worker pool; a case that outlives ``timeout`` is a hang and restarts the pool."""
+    import itertools
     import multiprocessing
 
-    cases = list(_campaign_cases(mutants, row_mutants, seed))
+    total = mutants * len(FIXTURES) + row_mutants
     escapes: list[str] = []
     hangs: list[str] = []
     peak_kib = done = 0
-    while done < len(cases):
+    while done < total:
+        # cases are made lazily, in the parent and after the fork: a list of them would sit in every
+        # worker's RSS
+        cases = itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None)
         with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=500) as pool:
-            results = pool.imap(_campaign_case, cases[done:], chunksize=1)
+            results = pool.imap(_campaign_case, cases, chunksize=1)
             try:
-                for _ in range(len(cases) - done):
+                for _ in range(total - done):
                     found, rss = results.next(timeout)
                     escapes += found
                     peak_kib = max(peak_kib, rss)
                     done += 1
                     if done % 1000 == 0:
-                        print(f"{done}/{len(cases)} cases, {len(escapes)} escapes, {len(hangs)} hangs", flush=True)
+                        print(f"{done}/{total} cases, {len(escapes)} escapes, {len(hangs)} hangs", flush=True)
             except multiprocessing.TimeoutError:
-                name, what = cases[done][:2]
-                hangs.append(f"[{name}] {what}")
+                hung = next(itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None))
+                hangs.append(f"[{hung[0]}] {hung[1]}")
                 done += 1
                 pool.terminate()
-    print(f"{len(cases)} cases ({mutants} per fixture x {len(FIXTURES)} fixtures + {row_mutants} damaged-row "
+    print(f"{total} cases ({mutants} per fixture x {len(FIXTURES)} fixtures + {row_mutants} damaged-row "
           f"indexes), seed {seed}: {len(escapes)} escapes, {len(hangs)} hangs (> {timeout:g} s), "
           f"peak worker RSS {peak_kib / 1024:.0f} MiB")
     for text in escapes[:20] + hangs[:20]:
