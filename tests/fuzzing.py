@@ -1,18 +1,15 @@
-"""Seeded mutation fuzzing of every reader: mutants, the paths that must meet them, and a local runner.
+"""Seeded mutation fuzzing of every reader: the mutants, and the paths that must meet them.
 
-A mutant is an intact reference fixture with one damage: flipped bits, a truncation, or
-an integer field overwritten with a boundary value. Integer fields are found from the
-intact file's own Document header (scalar ``u8``..``u64`` fields), and record regions
-(row arrays, item descriptors, TBL index entries) get aligned 4- or 8-byte overwrites,
-so the mutations stay format-aware without a per-format table.
+A mutant is an intact reference fixture with one or two damages: flipped bytes, a
+truncation, or an integer field overwritten with a boundary value. Integer fields are found
+from the intact file's own Document header (scalar ``u8``..``u64`` fields) and, in a zip,
+from every record's fields; record regions (row arrays, item descriptors, TBL index
+entries) get aligned 4- or 8-byte overwrites. So the mutations aim at counts, offsets and
+sizes without a per-format table.
 
 ``exercise_document`` drives one file through everything the browser and the CLI do with
 it and returns the exceptions that are not :class:`itarcore.ItarError` (the escapes).
-
-Run a bigger campaign locally, each case in a pool worker with a timeout (hangs) and the
-workers' peak RSS reported::
-
-    python tests/fuzzing.py --mutants 3000 --timeout 20
+``tests/fuzz_campaign.py`` runs thousands of mutants locally, with a timeout and RSS watch.
 """
 from __future__ import annotations
 
@@ -28,12 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-if __name__ == "__main__":  # run as a script: the repository's itarcore, not the tests/itarcore folder
-    import sys
-
-    sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
-
-from itarcore.errors import ItarError  # after the script's path fix
+from itarcore.errors import ItarError
 
 DATA = Path(__file__).parent / "data"
 WEBDS = DATA / "taridx" / "webds"
@@ -387,90 +379,3 @@ def exercise_fold(index_path: Path, rows: list[int]) -> list[Escape]:
         if report is not None:
             steps.run(f"{label} report", lambda r=report: (r.summary_text(), r.dumps(), r.exit_code))
     return steps.escapes
-
-
-# -- a bigger campaign, locally ---------------------------------------------------------------------
-
-
-RSS_JUMP_KIB = 64 << 10  # a case that raises its worker's peak RSS by this much is reported
-
-
-def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], int]:
-    """Run one mutant in a pool worker; return its escapes (as text) and the worker's peak RSS in KiB."""
-    import resource
-    import tempfile
-
-    from itarcore import cli
-
-    if not hasattr(cli.build_parser, "cache_info"):  # once per worker process
-        cli.build_parser = reuse_cli_parser()
-    name, what, data, rows = case
-    folder = Path(tempfile.gettempdir()) / f"itarcore-fuzz-{os.getpid()}"
-    path = place_mutant("taridx" if name == "rows" else name, data, folder / name)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    escapes = exercise_fold(path, rows) if name == "rows" else exercise_document(path) + exercise_cli_info(path)
-    found = [f"[{name}] {what}\n{e}" for e in escapes]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    if peak - before > RSS_JUMP_KIB:
-        found.append(f"[{name}] {what}\nmemory: peak RSS rose from {before >> 10} to {peak >> 10} MiB")
-    return found, peak
-
-
-def _campaign_cases(mutants: int, row_mutants: int, seed: int) -> Iterator[tuple[str, str, bytes, list[int]]]:
-    for name, src in FIXTURES.items():
-        for what, data in Mutator(src, seed).mutants(mutants):
-            yield name, what, data, []
-    rng = random.Random(seed)
-    original = FIXTURES["taridx"].read_bytes()
-    for _ in range(row_mutants):
-        what, data, rows = mutate_rows(original, rng)
-        yield "rows", what, data, rows
-
-
-def campaign(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -> int:
-    """Every case in a worker pool; a case that outlives ``timeout`` is a hang and restarts the pool."""
-    import itertools
-    import multiprocessing
-
-    total = mutants * len(FIXTURES) + row_mutants
-    escapes: list[str] = []
-    hangs: list[str] = []
-    peak_kib = done = 0
-    while done < total:
-        # cases are made lazily, in the parent and after the fork: a list of them would sit in every
-        # worker's RSS
-        cases = itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None)
-        with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=500) as pool:
-            results = pool.imap(_campaign_case, cases, chunksize=1)
-            try:
-                for _ in range(total - done):
-                    found, rss = results.next(timeout)
-                    escapes += found
-                    peak_kib = max(peak_kib, rss)
-                    done += 1
-                    if done % 1000 == 0:
-                        print(f"{done}/{total} cases, {len(escapes)} escapes, {len(hangs)} hangs", flush=True)
-            except multiprocessing.TimeoutError:
-                hung = next(itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None))
-                hangs.append(f"[{hung[0]}] {hung[1]}")
-                done += 1
-                pool.terminate()
-    print(f"{total} cases ({mutants} per fixture x {len(FIXTURES)} fixtures + {row_mutants} damaged-row "
-          f"indexes), seed {seed}: {len(escapes)} escapes, {len(hangs)} hangs (> {timeout:g} s), "
-          f"peak worker RSS {peak_kib / 1024:.0f} MiB")
-    for text in escapes[:20] + hangs[:20]:
-        print("\n" + text)
-    return 1 if escapes or hangs else 0
-
-
-if __name__ == "__main__":
-    import argparse
-
-    cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    cli.add_argument("--mutants", type=int, default=2000, help="mutants per fixture (default 2000)")
-    cli.add_argument("--rows", type=int, default=5000, help="damaged-row indexes against intact shards")
-    cli.add_argument("--seed", type=int, default=1)
-    cli.add_argument("--timeout", type=float, default=30.0, help="seconds before a case counts as a hang")
-    cli.add_argument("--jobs", type=int, default=2)
-    opts = cli.parse_args()
-    raise SystemExit(campaign(opts.mutants, opts.rows, opts.seed, opts.timeout, opts.jobs))
