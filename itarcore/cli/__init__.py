@@ -31,6 +31,12 @@ class UsageError(ItarError):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # on every (sub)command, so `itarcore verify X --debug` works as well as `itarcore --debug verify X`
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="on an error, also print its traceback (for bug reports)")
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
         print(f"itarcore: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_UNUSABLE)
@@ -48,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run `itarcore COMMAND --help` for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"itarcore {__version__}")
-    parser.add_argument("--debug", action="store_true", help="on an error, also print its traceback (for bug reports)")
+    parser.set_defaults(debug=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 

@@ -100,9 +100,11 @@ def test_cli_unexpected_exception_is_one_line_and_exit_2(monkeypatch, capsys, da
     assert "itarcore --debug" in err
 
 
-def test_cli_debug_shows_the_traceback(monkeypatch, capsys, data_dir: Path) -> None:
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_cli_debug_shows_the_traceback(monkeypatch, capsys, data_dir: Path, where: str) -> None:
     _break_info(monkeypatch)
-    code = main(["--debug", "info", str(data_dir / "taridx" / "webds" / "val.taridx")])
+    argv = ["info", str(data_dir / "taridx" / "webds" / "val.taridx")]
+    code = main(["--debug", *argv] if where == "before" else [*argv, "--debug"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("Traceback (most recent call last):") and 'in broken\n    raise ValueError("a bug' in err
