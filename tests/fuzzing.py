@@ -255,6 +255,8 @@ def _exercise_table(steps: _Steps, table: object) -> None:
 
     rows = _table_rows(table)
     arr = np.array(rows, np.int64)
+    if table.lookup is not None:
+        steps.run(f"{table.name!r} lookup", lambda: table.lookup("train000001"))
     for col in table.columns:
         values = steps.run(f"table {table.name!r} column {col.title!r}", lambda c=col: list(c.get(arr)))
         for value in values or []:
