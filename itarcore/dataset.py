@@ -198,9 +198,9 @@ class Dataset:
     def ext_of(self, row: int) -> str:
         extid = int(self._check_row(row)["extid"])
         if extid >= len(self.extensions):  # rows of a big index are checked later (verify), not at open
-            raise FormatError(self.path, "extid", self.index.header.off_arr + row * RECORD_SIZE + ROW_DTYPE.fields["extid"][1],
-                              f"row {row}: extension id out of range", expected=f"< {len(self.extensions)}",
-                              found=extid)
+            at = self.index.header.off_arr + row * RECORD_SIZE + ROW_DTYPE.fields["extid"][1]
+            raise FormatError(self.path, "extid", at, f"row {row}: extension id out of range",
+                              expected=f"< {len(self.extensions)}", found=extid)
         return self.extensions[extid]
 
     def _long_names_of(self, fid: int) -> dict[int, bytes]:

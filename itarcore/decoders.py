@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import pickletools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,7 @@ def _as_text(data: bytes, why: str) -> Decoded:
 
 def decode_cls(data: bytes, meta: dict | None = None) -> Decoded:
     raw = bytes(data).strip() if len(data) <= 64 else b""
-    if raw.isascii() and raw.lstrip(b"+-").isdigit():
+    if re.fullmatch(rb"[+-]?[0-9]+", raw):
         return Decoded("label", int(raw), f"class label {int(raw)}")
     return _as_text(data, "class label is not an ASCII integer")
 

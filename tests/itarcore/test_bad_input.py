@@ -157,7 +157,8 @@ def test_any_decoder_failure_becomes_decode_error(monkeypatch) -> None:
 def test_cls_with_invalid_utf8_shows_its_bytes() -> None:
     got = decode(b"\xff3\n", "cls")
     assert got.kind == "text" and got.value == "\ufffd3\n" and "not an ASCII integer" in got.description
-    assert decode(b" 42\n", "cls").value == 42
+    assert decode(b" 42\n", "cls").value == 42 and decode(b"-3", "cls").value == -3
+    assert decode(b"+-5", "cls").kind == "text"
 
 
 # -- 4. numbers from files are range-checked before a cast ---------------------------------------------
