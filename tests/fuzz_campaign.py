@@ -31,10 +31,9 @@ from fuzzing import (
 )
 
 RSS_JUMP_KIB = 64 << 10  # a case that raises its worker's peak RSS by this much is reported
-WORK = Path()  # the campaign's temporary folder, set before the workers fork
 
 
-def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], int]:
+def _campaign_case(case: tuple[str, str, bytes, list[int], Path]) -> tuple[list[str], int]:
     """Run one mutant in a pool worker; return its escapes (as text) and the worker's peak RSS in KiB."""
     import resource
 
@@ -42,8 +41,8 @@ def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], 
 
     if not hasattr(cli.build_parser, "cache_info"):  # once per worker process
         cli.build_parser = reuse_cli_parser()
-    name, what, data, rows = case
-    folder = WORK / str(os.getpid())
+    name, what, data, rows, work = case
+    folder = work / str(os.getpid())
     path = place_mutant("taridx" if name == "rows" else name, data, folder / name)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     escapes = exercise_fold(path, rows) if name == "rows" else exercise_document(path) + exercise_cli_info(path)
@@ -54,28 +53,28 @@ def _campaign_case(case: tuple[str, str, bytes, list[int]]) -> tuple[list[str], 
     return found, peak
 
 
-def _campaign_cases(mutants: int, row_mutants: int, seed: int) -> Iterator[tuple[str, str, bytes, list[int]]]:
+def _campaign_cases(mutants: int, row_mutants: int, seed: int,
+                    work: Path) -> Iterator[tuple[str, str, bytes, list[int], Path]]:
     for name, src in FIXTURES.items():
         for what, data in Mutator(src, seed).mutants(mutants):
-            yield name, what, data, []
+            yield name, what, data, [], work
     rng = random.Random(seed)
     original = FIXTURES["taridx"].read_bytes()
     for _ in range(row_mutants):
         what, data, rows = mutate_rows(original, rng)
-        yield "rows", what, data, rows
+        yield "rows", what, data, rows, work
 
 
 def campaign(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -> int:
     """Every case in a worker pool; a case that outlives ``timeout`` is a hang and restarts the pool."""
-    global WORK
-    WORK = Path(tempfile.mkdtemp(prefix="itarcore-fuzz-"))
+    work = Path(tempfile.mkdtemp(prefix="itarcore-fuzz-"))
     try:
-        return _run(mutants, row_mutants, seed, timeout, jobs)
+        return _run(mutants, row_mutants, seed, timeout, jobs, work)
     finally:
-        shutil.rmtree(WORK, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -> int:
+def _run(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int, work: Path) -> int:
     import itertools
     import multiprocessing
 
@@ -84,10 +83,11 @@ def _run(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -
     hangs: list[str] = []
     peak_kib = done = 0
     while done < total:
-        # cases are made lazily, in the parent and after the fork: a list of them would sit in every
-        # worker's RSS
-        cases = itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None)
-        with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=500) as pool:
+        # Cases are made lazily (a list of them would sit in the parent's memory), by the pool's feeder
+        # thread, which imports and opens files: workers come from a fork server, never from a fork of
+        # this process while that thread may hold the import lock (a child would wait on it forever).
+        cases = itertools.islice(_campaign_cases(mutants, row_mutants, seed, work), done, None)
+        with multiprocessing.get_context("forkserver").Pool(jobs, maxtasksperchild=500) as pool:
             results = pool.imap(_campaign_case, cases, chunksize=1)
             try:
                 for _ in range(total - done):
@@ -98,7 +98,7 @@ def _run(mutants: int, row_mutants: int, seed: int, timeout: float, jobs: int) -
                     if done % 1000 == 0:
                         print(f"{done}/{total} cases, {len(escapes)} escapes, {len(hangs)} hangs", flush=True)
             except multiprocessing.TimeoutError:
-                hung = next(itertools.islice(_campaign_cases(mutants, row_mutants, seed), done, None))
+                hung = next(itertools.islice(_campaign_cases(mutants, row_mutants, seed, work), done, None))
                 hangs.append(f"[{hung[0]}] {hung[1]}")
                 done += 1
                 pool.terminate()
