@@ -228,9 +228,17 @@ def decode_parquet(data: bytes, meta: dict | None = None, max_rows: int = 50) ->
 
     pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
     table = pf.read_row_groups(list(range(min(pf.num_row_groups, 4)))).slice(0, max_rows)
-    value = {"schema": str(pf.schema_arrow), "rows": table.to_pylist(), "num_rows": pf.metadata.num_rows,
+    note = ""
+    try:
+        rows = table.to_pylist()
+    except UnicodeDecodeError:  # a string column holds bytes that are not UTF-8: show its values as bytes
+        as_bytes = [pa.field(f.name, pa.binary()) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                    else f for f in table.schema]
+        rows, note = table.cast(pa.schema(as_bytes)).to_pylist(), " (text that is not UTF-8 shown as bytes)"
+    value = {"schema": str(pf.schema_arrow), "rows": rows, "num_rows": pf.metadata.num_rows,
              "columns": table.column_names}
-    return Decoded("table", value, f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns")
+    return Decoded("table", value,
+                   f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns{note}")
 
 
 def decode_typed_array(data: bytes, meta: dict | None = None) -> Decoded:

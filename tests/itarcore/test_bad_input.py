@@ -132,15 +132,23 @@ def parquet_with_invalid_utf8() -> bytes:
     return data.replace(b"QQQQQQQQ", b"\xff\xfeQQQQQQ")
 
 
-def test_parquet_with_invalid_utf8_is_a_decode_error() -> None:
+def test_parquet_with_invalid_utf8_shows_the_bytes() -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     data = parquet_with_invalid_utf8()
     with pytest.raises(UnicodeDecodeError):  # what pyarrow itself raises
         pq.ParquetFile(pa.BufferReader(data)).read().to_pylist()
-    with pytest.raises(DecodeError, match="parquet.*UnicodeDecodeError"):
-        decode(data, "parquet")
+    got = decode(data, "parquet")
+    assert got.kind == "table" and got.value["rows"] == [{"name": b"\xff\xfeQQQQQQ", "n": 1}]
+    assert got.description.endswith("(text that is not UTF-8 shown as bytes)")
+
+
+def test_damaged_parquet_is_a_decode_error() -> None:
+    data = parquet_with_invalid_utf8()
+    damaged = data[:4] + bytes(len(data) - 8) + data[-4:]  # the magic at both ends, nothing between
+    with pytest.raises(DecodeError, match="not a decodable parquet payload"):
+        decode(damaged, "parquet")
 
 
 def test_any_decoder_failure_becomes_decode_error(monkeypatch) -> None:
