@@ -13,6 +13,11 @@ by side in one process and repeated (median reported):
 Targets (issue 2): >= 40x tarfile's members/s with a warm cache on 2 cores, and
 >= 50% of the minimal header walk on one process.
 
+Then, as a user runs them (issue 15): ``itarcore index FOLDER --jobs 2`` as a new process
+(imports and start-up included) beside ``cat`` of the same shards to /dev/null, warm and
+cold (the shards dropped from the page cache with posix_fadvise DONTNEED before each
+run), median of the repeats. Target: itarcore at >= 0.8x the speed of cat (warm).
+
     python bench/bench_index.py            # full size
     python bench/bench_index.py --quick    # small, for CI smoke runs
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
 import statistics
@@ -124,6 +130,64 @@ def cold_start(paths: list[Path]) -> tuple[float, bool]:
     return float(seconds), used == "True"
 
 
+def drop_from_page_cache(paths: list[Path]) -> None:
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def itarcore_command() -> list[str]:
+    """The installed `itarcore` script beside this interpreter, else `python -m itarcore`."""
+    script = Path(sys.executable).with_name("itarcore")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "itarcore"]
+
+
+def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, str]]:
+    """Wall seconds (median) of whole processes: `itarcore index` and `cat`, warm then cold."""
+    fold = paths[0].name.rsplit("_", 1)[0]
+    commands = {
+        "itarcore index --jobs 2": [*itarcore_command(), "index", str(paths[0].parent), "--fold", fold,
+                                    "--jobs", "2", "--output", str(out), "--json"],
+        "cat shards > /dev/null": ["cat", *map(str, paths)],
+    }
+    rows: dict[str, tuple[float, str]] = {}
+    for cache in ("warm", "cold"):
+        for name, argv in commands.items():
+            times, note = [], ""
+            for _ in range(repeats):
+                if cache == "cold":
+                    drop_from_page_cache(paths)
+                else:
+                    warm(paths)
+                ours = name.startswith("itarcore")  # its JSON is one line; cat's output goes to /dev/null
+                t0 = time.perf_counter()
+                done = subprocess.run(argv, stdout=subprocess.PIPE if ours else subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, check=True)
+                times.append(time.perf_counter() - t0)
+                if ours:
+                    note = json.loads(done.stdout.decode().splitlines()[-1]).get("route", "")
+            rows[f"{name} ({cache})"] = (statistics.median(times), note)
+    warm(paths)
+    return rows
+
+
+def print_process_rows(paths: list[Path], folder: Path, total_bytes: int, repeats: int) -> None:
+    procs = process_rows(paths, folder / "bench-process.taridx", repeats)
+    print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, median of {repeats} (cold: shards "
+          "dropped from the page cache first)\n")
+    print(f"{'command':<36} {'seconds':>9} {'GB/s':>7} {'x cat':>7}  route")
+    for cache in ("warm", "cold"):
+        cat_seconds = procs[f"cat shards > /dev/null ({cache})"][0]
+        for name in ("itarcore index --jobs 2", "cat shards > /dev/null"):
+            seconds, route = procs[f"{name} ({cache})"]
+            print(f"{name + f' ({cache})':<36} {seconds:>9.3f} {total_bytes / seconds / 1e9:>7.2f} "
+                  f"{cat_seconds / seconds:>7.2f}  {route}")
+    print("\ntarget (issue 15): itarcore index >= 0.8x the speed of cat, warm")
+
+
 def timed(fn, repeats: int) -> tuple[float, int]:
     times, count = [], 0
     for _ in range(repeats):
@@ -140,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samples", type=int, default=50_000, help="samples per shard")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dir", type=Path, help="keep the generated fold here (default: a temp dir, removed)")
+    ap.add_argument("--processes-only", action="store_true", help="only the whole-process rows (itarcore vs cat)")
     args = ap.parse_args(argv)
     if args.quick:
         args.shards, args.samples, args.repeats = 2, 2_000, 1
@@ -153,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"generated {args.shards} shards in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         total_bytes = sum(p.stat().st_size for p in paths)
         warm(paths)
+        if args.processes_only:
+            print_process_rows(paths, folder, total_bytes, args.repeats)
+            return 0
         index_shards(paths[:1])  # loads the compiled kernels once, like the page cache (cold start is below)
         routes = []
         for label, compiled in (("compiled", True), ("numpy", False)):
@@ -180,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds, used = cold_start(paths)
         print(f"cold start (a new process indexes the fold, --jobs 2, imports included; default route: "
               f"{'compiled' if used else 'numpy'}): {seconds:.2f} s")
+        print_process_rows(paths, folder, total_bytes, args.repeats)
     finally:
         if args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -17,7 +17,16 @@ from .errors import (
     VersionError,
     WriteError,
 )
-from .progress import CancelToken, Progress
+
+
+def __getattr__(name: str) -> object:
+    # progress pulls in threading and dataclasses: imported on first use, so `itarcore --help` stays quick
+    if name in ("CancelToken", "Progress"):
+        from . import progress
+
+        return getattr(progress, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CancelToken",

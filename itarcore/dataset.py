@@ -10,9 +10,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,10 @@ from .formats.tar import NAME_LEN, decode_name, scan_tar
 from .formats.tar_fields import BLOCK, header_checksum_ok
 from .formats.taridx import RECORD_SIZE, ROW_DTYPE, TaridxIndex, read_taridx
 from .indexing.indexer import split_name
-from .progress import CancelToken, ProgressCallback, ProgressReporter
+from .keyindex import KeyIndex, build_key_index
+from .progress import CancelToken, ProgressCallback
+from .rowpass import iter_row_chunks
+from .samples import SampleGroups, group_samples
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -56,47 +60,16 @@ def shard_name_for(fold: str, fid: int, known: dict[int, Path]) -> str:
     return f"{fold}_{fid:0{max(widths)}d}.tar"
 
 
-@dataclass
-class SampleGroups:
-    """Samples = runs/groups of rows with equal (keyhash, crashid), in order of first row."""
-
-    starts: np.ndarray  # int64, n_samples + 1 offsets into `order`
-    order: np.ndarray | None  # row permutation grouping samples; None when rows are already contiguous
-    keyhash: np.ndarray
-    crashid: np.ndarray
-    # with `order`: the rows' key columns and the samples sorted by key, so that
-    # sample_of_row is a binary search instead of a scan of `order`
-    row_keys: tuple[np.ndarray, np.ndarray] | None = None
-    sorted_keyhash: np.ndarray | None = None  # keyhash of each sample in key order
-    sample_by_key: np.ndarray | None = None  # key order position -> sample
-
-    @property
-    def n_samples(self) -> int:
-        return len(self.starts) - 1
-
-    def rows_of(self, sample: int) -> np.ndarray:
-        lo, hi = int(self.starts[sample]), int(self.starts[sample + 1])
-        return np.arange(lo, hi) if self.order is None else self.order[lo:hi]
-
-    def sample_of_row(self, row: int) -> int:
-        if self.order is None:
-            return int(np.searchsorted(self.starts, row, side="right")) - 1
-        if self.row_keys is None or self.sorted_keyhash is None or self.sample_by_key is None:
-            pos = int(np.flatnonzero(self.order == row)[0])
-            return int(np.searchsorted(self.starts, pos, side="right")) - 1
-        kh, cid = self.row_keys[0][row], self.row_keys[1][row]
-        lo = int(np.searchsorted(self.sorted_keyhash, kh, side="left"))
-        hi = int(np.searchsorted(self.sorted_keyhash, kh, side="right"))
-        for sample in self.sample_by_key[lo:hi]:  # more than one only for crash stems
-            if self.crashid[sample] == cid:
-                return int(sample)
-        raise IndexError(f"row {row} is in no sample")
-
-
 class Dataset:
-    """An opened fold. Use :meth:`open`; close with :meth:`close` or a ``with`` block."""
+    """An opened fold. Use :meth:`open`; close with :meth:`close` or a ``with`` block.
 
-    def __init__(self, index: TaridxIndex, shard_paths: dict[int, Path]) -> None:
+    Stem lookups go through the key index when one is attached (``key_index_state ==
+    "ready"``: ``open`` attaches a cached one, ``build_key_index`` builds one), else they
+    scan the keyhash column.
+    """
+
+    def __init__(self, index: TaridxIndex, shard_paths: dict[int, Path],
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
         self.index = index
         self.path = index.path
         self.fold = fold_name(index.path)
@@ -106,13 +79,22 @@ class Dataset:
         self._names: dict[int, bytes] = {}
         self._referenced: np.ndarray | None = None
         self._samples: SampleGroups | None = None
+        self.cache_dir = cache_dir  # None: $ITARCORE_CACHE_DIR or the user's cache folder
+        self.key_index: KeyIndex | None = None
+        self._building_keys = 0
+        self._private_cache: str | None = None  # when the cache folder cannot be written
 
     @classmethod
     def open(cls, index_path: str | os.PathLike[str], shard_dir: str | os.PathLike[str] | None = None,
-             check_rows: bool | None = None) -> Dataset:
+             check_rows: bool | None = None, cache_dir: str | os.PathLike[str] | None = None,
+             key_index: bool = True) -> Dataset:
+        """Open a fold; ``key_index`` attaches its cached key index if a fresh one exists (a stat and a header read)."""
         index = read_taridx(index_path, check_rows=check_rows)
         folder = shard_dir if shard_dir is not None else Path(index_path).resolve().parent
-        return cls(index, find_shards(folder, fold_name(index_path)))
+        ds = cls(index, find_shards(folder, fold_name(index_path)), cache_dir)
+        if key_index:
+            ds.open_key_index()
+        return ds
 
     # -- shards -----------------------------------------------------------------------------
     @property
@@ -134,13 +116,10 @@ class Dataset:
     def referenced_fids(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
                         chunk: int = 1 << 20) -> np.ndarray:
         if self._referenced is None:
-            reporter = ProgressReporter(progress, self.n_rows, "rows", cancel)
             seen = np.zeros(1 << 16, np.int64)
-            fid = self.rows["fid"]
             # bincount, not np.unique: no sort, and short chunks keep GIL holds to a few ms for the GUI
-            for start in range(0, self.n_rows, chunk):
-                seen += np.bincount(fid[start : start + chunk], minlength=1 << 16)
-                reporter.update(min(self.n_rows, start + chunk))
+            for _, part in iter_row_chunks(self.index, chunk, progress=progress, cancel=cancel):
+                seen += np.bincount(part["fid"], minlength=1 << 16)
             self._referenced = np.flatnonzero(seen)
         return self._referenced
 
@@ -270,19 +249,76 @@ class Dataset:
             crashid = 0
         return keyhash, crashid
 
-    def lookup_stem(self, stem: str, chunk: int = 1 << 22) -> np.ndarray:
-        """Rows of the sample whose stem is exactly ``stem`` (empty if none).
+    # -- key index ----------------------------------------------------------------------------------
+    @property
+    def key_index_state(self) -> str:
+        """"ready" (lookups use the key index), "building" (they scan until it is ready) or "none" (they scan)."""
+        if self.key_index is not None:
+            return "ready"
+        return "building" if self._building_keys else "none"
 
-        A scan of the keyhash column: memory-bound, so chunks go to two threads
-        (numpy releases the GIL while comparing) to use both cores on big indexes.
+    def open_key_index(self) -> KeyIndex | None:
+        """Attach the cached key index of this index if a fresh one exists; returns the attached one or None."""
+        if self.key_index is None:
+            self.key_index = KeyIndex.open_cached(self.index, self.cache_dir)
+        return self.key_index
+
+    def build_key_index(self, progress: ProgressCallback | None = None,
+                        cancel: CancelToken | None = None) -> KeyIndex:
+        """Build the key index into the cache and attach it (a job: run it in a worker).
+
+        When the cache folder cannot be written (read-only, full, not a folder), the key
+        index goes to a private temporary folder removed at :meth:`close`.
         """
-        keyhash, crashid = self.stem_key(stem)
+        self._building_keys += 1
+        try:
+            try:
+                built = build_key_index(self.index, self._private_cache or self.cache_dir,
+                                        progress=progress, cancel=cancel)
+            except OSError:
+                if self._private_cache is not None:
+                    raise
+                self._private_cache = self._private_cache or tempfile.mkdtemp(prefix="itar-keys-")
+                built = build_key_index(self.index, self._private_cache, progress=progress, cancel=cancel)
+        finally:
+            self._building_keys -= 1
+        old, self.key_index = self.key_index, built
+        if old is not None:
+            old.close()
+        return built
+
+    # -- stems and samples ------------------------------------------------------------------------
+    def lookup_stem(self, stem: str, chunk: int = 1 << 22) -> np.ndarray:
+        """Rows of the sample whose stem is exactly ``stem`` (empty if none), ascending."""
+        return self.lookup_key(*self.stem_key(stem), chunk=chunk)
+
+    def lookup_key(self, keyhash: int, crashid: int, chunk: int = 1 << 22) -> np.ndarray:
+        """Rows with this (keyhash, crashid): through the key index when attached, else a scan."""
+        key_index = self.key_index
+        if key_index is not None:
+            return key_index.lookup(keyhash, crashid)
+        return self.scan_key(keyhash, crashid, chunk)
+
+    def rows_of_sample(self, row: int) -> np.ndarray:
+        """Every row of the sample that ``row`` belongs to, ascending."""
+        rec = self._check_row(row)
+        return self.lookup_key(int(rec["keyhash"]), int(rec["crashid"]))
+
+    def scan_key(self, keyhash: int, crashid: int, chunk: int = 1 << 22) -> np.ndarray:
+        """Rows with this (keyhash, crashid), by a scan of the keyhash column.
+
+        Memory-bound, so chunks go to two threads (numpy releases the GIL while
+        comparing) to use both cores on big indexes. Each chunk's pages are released
+        behind it, so the resident size stays at a few chunks.
+        """
         kh, cid = self.rows["keyhash"], self.rows["crashid"]
         target = np.uint64(keyhash)
 
         def scan(start: int) -> np.ndarray:
             match = np.flatnonzero(kh[start : start + chunk] == target)
-            return match[cid[start + match] == crashid] + start
+            found = match[cid[start + match] == crashid] + start
+            self.index.release_rows(start, start + chunk)  # a scan of a 32 GB index must not stay resident
+            return found
 
         starts = range(0, self.n_rows, chunk)
         if len(starts) > 2:
@@ -292,40 +328,13 @@ class Dataset:
             hits = [scan(start) for start in starts]
         return np.concatenate(hits).astype(np.int64) if hits else np.zeros(0, np.int64)
 
-    def compute_samples(self, progress: ProgressCallback | None = None,
-                        cancel: CancelToken | None = None) -> SampleGroups:
-        if self._samples is not None:
-            return self._samples
-        reporter = ProgressReporter(progress, 3, "steps", cancel)
-        kh, cid = self.rows["keyhash"], self.rows["crashid"]
-        n = self.n_rows
-        if n == 0:
-            self._samples = SampleGroups(np.zeros(1, np.int64), None, np.zeros(0, np.uint64), np.zeros(0, np.uint32))
-            return self._samples
-        change = np.flatnonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1])) + 1
-        reporter.update(1)
-        runs = np.concatenate(([0], change, [n])).astype(np.int64)
-        # runs >= distinct (keyhash, crashid); equal exactly when every sample is one run
-        if len(runs) - 1 == self.index.header.n_stems:
-            self._samples = SampleGroups(runs, None, kh[runs[:-1]].copy(), cid[runs[:-1]].copy())
-        else:
-            order = np.lexsort((cid, kh))
-            reporter.update(2)
-            skh, scid = kh[order], cid[order]
-            bounds = np.flatnonzero((skh[1:] != skh[:-1]) | (scid[1:] != scid[:-1])) + 1
-            gstart = np.concatenate(([0], bounds)).astype(np.int64)
-            glen = np.diff(np.concatenate((gstart, [n])))
-            # groups in order of first row: sort each group's rows (already ascending within, lexsort is stable)
-            by_first = np.argsort(order[gstart], kind="stable")
-            rank = np.empty_like(by_first)
-            rank[by_first] = np.arange(len(by_first))
-            reporter.update(2)
-            perm = order[np.argsort(np.repeat(rank, glen), kind="stable")]
-            starts = np.concatenate(([0], np.cumsum(glen[by_first]))).astype(np.int64)
-            first = perm[starts[:-1]]
-            self._samples = SampleGroups(starts, perm, kh[first].copy(), cid[first].copy(),
-                                         row_keys=(kh, cid), sorted_keyhash=skh[gstart], sample_by_key=rank)
-        reporter.finish()
+    def compute_samples(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+                        chunk_rows: int | None = None) -> SampleGroups:
+        """Group rows into samples (chunked, cancellable; builds the key index if rows are not adjacent)."""
+        if self._samples is None:
+            options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
+            source = self.key_index or (lambda p, c: self.build_key_index(progress=p, cancel=c))
+            self._samples = group_samples(self.index, source, progress=progress, cancel=cancel, **options)
         return self._samples
 
     def iter_samples(self) -> Iterator[np.ndarray]:
@@ -337,7 +346,11 @@ class Dataset:
         for mapped in self._maps.values():
             mapped.close()
         self._maps.clear()
+        if self.key_index is not None:
+            self.key_index.close()
         self.index.close()
+        if self._private_cache is not None:
+            shutil.rmtree(self._private_cache, ignore_errors=True)
 
     def __enter__(self) -> Self:
         return self

@@ -7,7 +7,10 @@ field and the byte offset, and the expected and found values when there are any.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ItarError(Exception):

@@ -30,6 +30,14 @@ def webds(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test gets an empty itarcore cache (key indexes), never the user's."""
+    folder = tmp_path_factory.mktemp("itarcore-cache")
+    monkeypatch.setenv("ITARCORE_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
 def _no_leaked_threads():
     """Fail any test that leaves a Python thread or Qt pool task running (as napari does)."""
     before = set(threading.enumerate())

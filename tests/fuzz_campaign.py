@@ -39,7 +39,7 @@ def _campaign_case(case: tuple[str, str, bytes, list[int], Path]) -> tuple[list[
 
     from itarcore import cli
 
-    if not hasattr(cli.build_parser, "cache_info"):  # once per worker process
+    if cli.build_parser.__name__ != "built_once":  # once per worker process
         cli.build_parser = reuse_cli_parser()
     name, what, data, rows, work = case
     folder = work / str(os.getpid())

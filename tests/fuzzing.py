@@ -14,7 +14,6 @@ it and returns the exceptions that are not :class:`itarcore.ItarError` (the esca
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import random
@@ -296,11 +295,16 @@ def exercise_document(path: Path) -> list[Escape]:
     return steps.escapes
 
 
-def reuse_cli_parser() -> Callable[[], object]:
-    """A build_parser that builds once (thousands of main() calls); patch it in for a fuzz run."""
+def reuse_cli_parser() -> Callable[..., object]:
+    """A build_parser that builds the full parser once (thousands of main() calls); patch it in for a fuzz run."""
     from itarcore import cli
 
-    return functools.cache(cli.build_parser)
+    parser = cli.build_parser()
+
+    def built_once(argv: object = None) -> object:
+        return parser
+
+    return built_once
 
 
 def exercise_cli_info(path: Path) -> list[Escape]:

@@ -34,6 +34,7 @@ class MainActions(QObject):
         file_menu.addSeparator()
         self.build = self._action(file_menu, "&Build Index…", window_fn=self.build_index, key="Ctrl+B")
         self.convert = self._action(file_menu, "Con&vert…", window_fn=self.convert_dialog, key="Ctrl+Shift+C")
+        self.compare = self._action(file_menu, "Co&mpare with…", window_fn=self.compare_dialog)
         self.export = self._action(file_menu, "&Export Rows to CSV…", window_fn=self.export_csv, key="Ctrl+E")
         file_menu.addSeparator()
         self.reload = self._action(file_menu, "Re&load", window_fn=window.reload, key=S.Refresh)
@@ -88,6 +89,7 @@ class MainActions(QObject):
     def set_document_open(self, is_open: bool) -> None:
         for act in (self.export, self.reload, self.close, self.copy, self.goto, self.find, self.clear):
             act.setEnabled(is_open)
+        self.compare.setEnabled(is_open and self.w.document is not None and self.w.document.format == "taridx")
 
     def set_opening(self, busy: bool) -> None:
         self.open.setEnabled(not busy)
@@ -143,6 +145,11 @@ class MainActions(QObject):
             show_error(self.w, "Convert", "", f"The convert dialog is not available: {exc}")
             return
         ConvertDialog(self.w).open()
+
+    def compare_dialog(self) -> None:
+        from app.views.formats.taridx.diff_view import compare_with
+
+        compare_with(self.w)
 
     def export_csv(self) -> None:
         tab = self.w.current_tab()

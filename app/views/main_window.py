@@ -53,6 +53,7 @@ class MainWindow(QMainWindow):
         self._panel_docks: list[QDockWidget] = []
         self._open_worker: JobWorker | None = None
         self._jobs: set[JobWorker] = set()
+        self._populating = False
 
         self.banner = WarningBanner(self)
         self.tabs = QTabWidget(self)
@@ -134,16 +135,18 @@ class MainWindow(QMainWindow):
             return  # one open at a time; the menu is disabled meanwhile
         self.status.show_message(f"Opening {path}…")
         worker = JobWorker(open_document, path, pass_progress=False)
-        worker.returned.connect(lambda doc, p=path: self._show_document(p, doc))
-        worker.errored.connect(lambda exc, p=path: self._open_failed(p, exc))
-        worker.finished.connect(self._open_finished)
+        # the open is over when its answer arrives: `finished` is a separate event that may come later
+        worker.returned.connect(lambda doc, p=path, w=worker: (self._open_finished(w), self._show_document(p, doc)))
+        worker.errored.connect(lambda exc, p=path, w=worker: (self._open_finished(w), self._open_failed(p, exc)))
+        worker.finished.connect(lambda w=worker: self._open_finished(w))
         self._open_worker = worker
         self.actions_.set_opening(True)
         worker.start()
 
-    def _open_finished(self) -> None:
-        self._open_worker = None
-        self.actions_.set_opening(False)
+    def _open_finished(self, worker: JobWorker) -> None:
+        if self._open_worker is worker:
+            self._open_worker = None
+            self.actions_.set_opening(False)
 
     def _open_failed(self, path: str, exc: BaseException) -> None:
         problem = describe_error(path, exc)
@@ -158,8 +161,10 @@ class MainWindow(QMainWindow):
         ends = [f.offset + f.size for f in doc.header if f.offset + f.size <= 4096]
         self.hex_pane.set_source(doc.read_bytes, doc.file_size, first=max(512, max(ends, default=0)))
         self.banner.set_warnings(doc.warnings)
+        self._populating = True  # tabs appear one by one: no tab change to follow until all are in
         for table in doc.tables:
             self._add_table_tab(table)
+        self._populating = False
         self._add_panels(doc)
         if not self._restore_layout():
             self._size_docks()
@@ -201,20 +206,32 @@ class MainWindow(QMainWindow):
             except Exception as exc:  # noqa: BLE001 - one broken extra view must not block the file
                 self.status.show_message(f"The {cls.title} view could not start: {describe_error(doc.path, exc)}")
                 continue
-            dock = QDockWidget(panel.title, self)
-            dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
-            dock.setWidget(panel)
-            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-            self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
-            panel.highlightBytes.connect(self._highlight_bytes)
-            # a panel behind another tab is not what the user is looking at: it must not move the grid
-            panel.selectRows.connect(
-                lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
-            panel.statusMessage.connect(self.status.show_message)
-            panel.reloadRequested.connect(self.reload)
-            self.panels.append(panel)
-            self._panel_docks.append(dock)
-            self.actions_.add_dock_toggle(dock)
+            self.add_panel(panel)
+
+    def add_panel(self, panel: FormatPanel) -> QDockWidget:
+        """Dock ``panel`` as a tab beside the others; it closes with the document."""
+        cls = type(panel)
+        dock = QDockWidget(panel.title, self)
+        dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
+        dock.setWidget(panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
+        panel.highlightBytes.connect(self._highlight_bytes)
+        # a panel behind another tab is not what the user is looking at: it must not move the grid
+        panel.selectRows.connect(
+            lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
+        panel.statusMessage.connect(self.status.show_message)
+        panel.statusNote.connect(self.status.set_note)
+        panel.filterRows.connect(self.filter_rows)
+        panel.reloadRequested.connect(self.reload)
+        self.panels.append(panel)
+        self._panel_docks.append(dock)
+        self.actions_.add_dock_toggle(dock)
+        suggestion = panel.suggestion()
+        if suggestion is not None:
+            self.banner.add_warning(suggestion[0], suggestion[1],
+                                    lambda p=panel, d=dock: (d.show(), d.raise_(), p.act_on_suggestion()))
+        return dock
 
     def close_document(self) -> None:
         if self.document is None:
@@ -233,10 +250,12 @@ class MainWindow(QMainWindow):
             dock.deleteLater()
         self.panels.clear()
         self._panel_docks.clear()
+        self._populating = True
         while self.tabs.count():
             w = self.tabs.widget(0)
             self.tabs.removeTab(0)
             w.deleteLater()
+        self._populating = False
         self.tabs_by_name.clear()
         self.header_panel.set_fields([])
         self.hex_pane.set_source(None, 0)
@@ -285,16 +304,24 @@ class MainWindow(QMainWindow):
 
     def _on_tab_changed(self, _index: int) -> None:
         tab = self.current_tab()
-        if tab is None:
+        if tab is None or self._populating:
             return
         self.status.set_rows(tab.model.n_view, tab.table.n_rows)
-        self._on_row(tab, tab.grid.current_source_row())
+        row = tab.grid.current_source_row()
+        if row < 0 and tab.model.n_view:
+            tab.grid.go_to_view_row(0)  # the hex pane and preview follow this tab, not the previous one
+        else:
+            self._on_row(tab, row)
 
     def _on_row(self, tab: TableTab, row: int) -> None:
         if tab is not self.current_tab():
             return
         self.status.set_selection(tab.table, row, len(tab.grid.selected_view_rows()))
-        if row < 0:
+        if row < 0:  # nothing selected here: show nothing rather than another tab's record
+            self._preview_timer.stop()
+            self._preview_row = None
+            self.hex_pane.show_range(0, 0)
+            self.preview.clear()
             return
         table = tab.table
         if table.byte_range is not None:

@@ -29,7 +29,9 @@ class FormatPanel(QWidget):
     title = "Panel"
     highlightBytes = Signal(int, int)  # (offset, size): show these file bytes in the hex pane
     selectRows = Signal(str, object)  # (table name, np.ndarray of rows): select/filter in that table's grid
+    filterRows = Signal(str, object, str)  # (table name, rows, label): show only these rows in that grid
     statusMessage = Signal(str)
+    statusNote = Signal(str)  # a lasting note in the status bar while it holds ('' removes it)
     reloadRequested = Signal()  # the file changed on disk (e.g. an in-place edit): reopen it
 
     def __init__(self, document: Document, parent: QWidget | None = None) -> None:
@@ -41,6 +43,16 @@ class FormatPanel(QWidget):
 
     def shutdown(self) -> None:
         """Stop any worker before the document closes."""
+
+    def suggestion(self) -> tuple[str, str] | None:
+        """(warning, button text) for the window's banner when this panel has something to suggest at open.
+
+        The button raises the panel and calls :meth:`act_on_suggestion`. Must be cheap (no pass over rows).
+        """
+        return None
+
+    def act_on_suggestion(self) -> None:
+        """The user pressed the banner's button."""
 
 
 def panels_for(document: Document) -> list[type[FormatPanel]]:

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QStatusBar, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QStatusBar, QToolButton, QWidget
+from superqt import QElidingLabel
 
 from app.style import banner_colors
 from itarcore.document import Document, Table
@@ -21,6 +23,15 @@ class StatusArea(QObject):
         self.format_label = self._label("statusFormat")
         self.rows_label = self._label("statusRows")
         self.selection_label = self._label("statusSelection")
+        # a lasting note (e.g. while the key index builds); elided, never widening the window
+        self.note_label = QElidingLabel(bar)
+        self.note_label.setObjectName("statusNote")
+        self.note_label.setElideMode(Qt.TextElideMode.ElideRight)
+        self.note_label.setMinimumWidth(40)
+        self.note_label.setMaximumWidth(420)
+        self.note_label.setContentsMargins(6, 0, 6, 0)
+        self.note_label.hide()
+        bar.addPermanentWidget(self.note_label)  # permanent: a passing message never draws over it
         self.progress = QProgressBar(bar)
         self.progress.setObjectName("jobProgress")
         self.progress.setMaximumWidth(180)
@@ -42,6 +53,11 @@ class StatusArea(QObject):
         label.setContentsMargins(6, 0, 6, 0)
         return label
 
+    def set_note(self, text: str) -> None:
+        self.note_label.setText(text)
+        self.note_label.setToolTip(text)
+        self.note_label.setVisible(bool(text))
+
     def show_message(self, text: str, ms: int = 8000) -> None:
         self.bar.showMessage(text, ms)
 
@@ -55,6 +71,7 @@ class StatusArea(QObject):
         else:
             self.rows_label.clear()
         self.selection_label.clear()
+        self.set_note("")
 
     def set_rows(self, shown: int, total: int) -> None:
         self.rows_label.setText(f"{shown:,} of {total:,} rows" if shown != total else f"{total:,} rows")
@@ -99,6 +116,11 @@ class WarningBanner(QFrame):
         self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.action = QPushButton(self)  # e.g. "Run the audit": what to do about the warning
+        self.action.setObjectName("bannerAction")
+        self.action.clicked.connect(self._run_action)
+        self.action.hide()
+        self._action: Callable[[], None] | None = None
         close = QToolButton(self)
         close.setText("✕")
         close.setToolTip("Hide this warning")
@@ -107,6 +129,7 @@ class WarningBanner(QFrame):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(10, 6, 6, 6)
         lay.addWidget(self.label, 1)
+        lay.addWidget(self.action, 0, Qt.AlignmentFlag.AlignTop)
         lay.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.warnings: list[str] = []
         self.hide()
@@ -116,6 +139,23 @@ class WarningBanner(QFrame):
         self.label.setText("⚠  " + "\n⚠  ".join(self.warnings) if self.warnings else "")
         self._recolor()
         self.setVisible(bool(self.warnings))
+        if not self.warnings:
+            self.set_action("", None)
+
+    def add_warning(self, warning: str, action_text: str = "", action: Callable[[], None] | None = None) -> None:
+        """One more warning, optionally with a button that acts on it."""
+        self.set_warnings([*self.warnings, warning])
+        if action is not None:
+            self.set_action(action_text, action)
+
+    def set_action(self, text: str, action: Callable[[], None] | None) -> None:
+        self._action = action
+        self.action.setText(text)
+        self.action.setVisible(action is not None)
+
+    def _run_action(self) -> None:
+        if self._action is not None:
+            self._action()
 
     def _recolor(self) -> None:
         colors = banner_colors(self.palette())

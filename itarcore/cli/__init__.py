@@ -1,8 +1,13 @@
 """The `itarcore` command line.
 
 Every read command takes ``--json``. Exit codes: 0 ok, 1 findings, 2 unusable input
-or usage. Errors print one line to stderr, never a traceback; ``itarcore --debug ...``
-adds the traceback, for a bug report.
+or usage. Errors print one line to stderr, never a traceback; ``--debug`` (on any
+command) adds the traceback, for a bug report.
+
+Start-up is kept short: only the module of the command being run is imported (the
+others are listed by name and help line from ``COMMANDS``), and command modules import
+numpy and the readers inside their functions, so ``--help`` and ``info`` of a TARIDX
+index never import numpy.
 """
 from __future__ import annotations
 
@@ -22,8 +27,23 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
 # Each module registers its subcommands with register(subparsers) and, when it
 # owns a format, answers `info` with info(path, args) -> dict and info_text(dict) -> str.
-COMMAND_MODULES = ("taridx", "taco", "kastore", "tbl", "convert")
+COMMAND_MODULES = ("taridx", "keys", "diff", "taco", "kastore", "tbl", "convert")
 INFO_MODULES = {"taridx": "taridx", "taco": "taco", "kastore": "kastore", "tbl": "tbl"}
+# command -> (module, help line): what `--help` lists without importing the module
+# (tests/itarcore/test_cli_startup.py checks these lines equal the modules' own)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("taridx", "build <fold>.taridx for the folds of a folder of shards"),
+    "rows": ("taridx", "print rows of an index"),
+    "stem": ("taridx", "print the rows of one sample, by stem"),
+    "cat": ("taridx", "write one member's raw payload to stdout"),
+    "verify": ("taridx", "check an index (and with --full, its shards)"),
+    "keys": ("keys", "build an index's key index ahead of time (stem lookups in microseconds)"),
+    "diff": ("diff", "compare two TARIDX indexes by sample"),
+    "taco": ("taco", "TACO zip commands (update header entries, create archives)"),
+    "kastore": ("kastore", "kastore / tskit .trees commands"),
+    "tbl": ("tbl", "TBL (TurboLoader) commands: cat a sample, verify checksums"),
+    "convert": ("convert", "convert between formats (tar shards -> TBL)"),
+}
 
 
 class UsageError(ItarError):
@@ -46,7 +66,12 @@ def _module(name: str) -> Any:
     return importlib.import_module(f".{name}", __name__)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: Sequence[str]) -> str | None:
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; given ``argv``, only the module of the command it runs is imported."""
     parser = _Parser(
         prog="itarcore",
         description="Inspect, build and check TARIDX, TACO, kastore and TBL files.",
@@ -68,8 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--store", type=int, default=0, metavar="N", help="kastore: which store of a multi-store file (default 0)")
     info.set_defaults(func=_cmd_info)
 
+    command = _command_of(argv) if argv is not None else None
+    needed = COMMANDS[command][0] if command in COMMANDS else None
     for name in COMMAND_MODULES:
-        _module(name).register(sub)
+        if argv is None or name == needed or name not in {m for m, _ in COMMANDS.values()}:
+            _module(name).register(sub)
+        else:
+            for listed, (module, help_line) in COMMANDS.items():
+                if module == name:
+                    sub.add_parser(listed, help=help_line, add_help=False)
     return parser
 
 
@@ -97,7 +129,8 @@ def print_json_lines(objs: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:

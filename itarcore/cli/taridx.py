@@ -1,27 +1,32 @@
-"""TARIDX commands: info, index, rows, stem, cat, verify."""
+"""TARIDX commands: info, index, rows, stem, cat, verify.
+
+Readers are imported inside the commands: ``info`` reads the header and tables with
+``struct`` alone, so it starts without numpy.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..dataset import Dataset
 from ..errors import DatasetError
-from ..formats.taridx import read_taridx
-from .progressbar import TextProgressBar
+from ..formats.taridx_header import read_taridx_summary
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
 
 
 def info(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    with read_taridx(path) as index:
-        return {
-            "format": "taridx",
-            "file": path,
-            "header": index.header.as_dict(),
-            "extensions": list(index.extensions),
-            "crash_stems": list(index.crash_stems),
-            "rows": index.n_rows,
-        }
+    summary = read_taridx_summary(path)
+    return {
+        "format": "taridx",
+        "file": path,
+        "header": summary.header.as_dict(),
+        "extensions": list(summary.extensions),
+        "crash_stems": list(summary.crash_stems),
+        "rows": summary.n_rows,
+    }
 
 
 def info_text(d: dict[str, Any]) -> str:
@@ -64,15 +69,21 @@ def _print_rows(objs: Iterable[dict[str, Any]], as_json: bool) -> int:
     return 0
 
 
+def _open(args: argparse.Namespace) -> Dataset:
+    from ..dataset import Dataset
+
+    return Dataset.open(args.index, cache_dir=getattr(args, "cache", None))
+
+
 def cmd_rows(args: argparse.Namespace) -> int:
-    with Dataset.open(args.index) as ds:
+    with _open(args) as ds:
         start = max(0, args.start)
         stop = ds.n_rows if args.limit is None else min(ds.n_rows, start + max(0, args.limit))
         return _print_rows(_row_objects(ds, range(start, stop)), args.json)
 
 
 def cmd_stem(args: argparse.Namespace) -> int:
-    with Dataset.open(args.index) as ds:
+    with _open(args) as ds:
         rows = ds.lookup_stem(args.stem)
         if len(rows) == 0:
             raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
@@ -80,7 +91,7 @@ def cmd_stem(args: argparse.Namespace) -> int:
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
-    with Dataset.open(args.index) as ds:
+    with _open(args) as ds:
         rows = ds.lookup_stem(args.stem)
         if len(rows) == 0:
             raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
@@ -97,6 +108,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from ..jobs import index_folds
+    from .progressbar import TextProgressBar
 
     bar = TextProgressBar("indexing ")
     try:
@@ -111,7 +123,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print_json({"fold": r.fold, "path": str(r.path), "rows": r.n_rows, "stems": r.n_stems,
                         "extensions": dict(r.extensions), "crash_stems": r.crash_stems,
                         "contiguous": r.contiguous, "seconds": round(r.seconds, 3), "shards": len(r.shards),
-                        "warnings": r.warnings})
+                        "warnings": r.warnings, "route": r.route, "route_reason": r.route_reason})
         else:
             print(f"{r.path}: {r.n_rows:,} rows, {r.n_stems:,} stems, {len(r.extensions)} extensions, "
                   f"{len(r.crash_stems)} crash stems, {'contiguous' if r.contiguous else 'not contiguous'}, "
@@ -124,6 +136,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .. import audit
     from . import print_json
+    from .progressbar import TextProgressBar
 
     bar = TextProgressBar("auditing " if args.full else "checking ")
     try:
@@ -135,6 +148,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(report.summary_text())
     return report.exit_code
+
+
+def _cache_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache", metavar="DIR", help="cache folder holding key indexes (default: $ITARCORE_CACHE_DIR "
+                   "or the user's cache folder); a fresh key index there makes the lookup instant")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -160,10 +178,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_rows)
 
     p = sub.add_parser("stem", help="print the rows of one sample, by stem",
-                       description="Find a sample by exact stem (xxh64 plus the crash table) and print its rows.")
+                       description="Find a sample by exact stem (xxh64 plus the crash table) and print its rows: "
+                       "through the key index when a fresh one is cached (see `itarcore keys`), else by a scan "
+                       "of the keyhash column.")
     p.add_argument("index", help=".taridx file")
     p.add_argument("stem", help="exact stem, e.g. sample000123")
     p.add_argument("--json", action="store_true", help="print JSON Lines, one object per row")
+    _cache_option(p)
     p.set_defaults(func=cmd_stem)
 
     p = sub.add_parser("cat", help="write one member's raw payload to stdout",
@@ -172,6 +193,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("index", help=".taridx file")
     p.add_argument("stem", help="exact stem")
     p.add_argument("ext", help="extension, e.g. jpg or left.jpg ('' for none)")
+    _cache_option(p)
     p.set_defaults(func=cmd_cat)
 
     p = sub.add_parser("verify", help="check an index (and with --full, its shards)",

@@ -5,6 +5,8 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..formats.taridx import FLAG_CONTIGUOUS, HEADER_SIZE, RECORD_SIZE, TaridxHeader
+from ..progress import CancelToken, ProgressCallback
+from ..rowpass import iter_row_chunks
 from .base import Column, Document, HeaderField, Payload, Table
 
 # Per-extension and per-crash-stem counts need a pass over every row; up to this many
@@ -44,30 +46,44 @@ def header_fields(header: TaridxHeader, ext_bytes: int, crash_bytes: int) -> lis
 
 
 class _Counts:
-    """Rows and bytes per extension and per crash id, computed once on demand."""
+    """Rows and bytes per extension and rows per crash id: one chunked pass over the rows, on demand.
+
+    The pass releases the pages it read (``itarcore.rowpass``), checks cancel between
+    chunks and reports progress, so a worker can run it on a 32 GB index.
+    """
 
     def __init__(self, ds: Dataset) -> None:
         self.ds = ds
         self._ext: tuple[np.ndarray, np.ndarray] | None = None
         self._crash: np.ndarray | None = None
 
+    def compute(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> None:
+        if self._ext is not None and self._crash is not None:
+            return
+        n_ext, n_crash = len(self.ds.extensions), len(self.ds.index.crash_stems) + 1
+        rows = np.zeros(n_ext, np.int64)
+        size = np.zeros(n_ext, np.float64)
+        crash = np.zeros(n_crash, np.int64)
+        for _, part in iter_row_chunks(self.ds.index, progress=progress, cancel=cancel):
+            extid = part["extid"]
+            rows += np.bincount(extid, minlength=n_ext)[:n_ext]
+            size += np.bincount(extid, weights=part["size"].astype(np.float64), minlength=n_ext)[:n_ext]
+            # ids past the table (rows not checked yet on a big index) count in one spare bin, not in
+            # a bincount as long as the largest id read from the file
+            crashid = np.minimum(part["crashid"], n_crash)
+            crash += np.bincount(crashid, minlength=n_crash + 1)[:n_crash]
+        # sizes are u64 from the file: a damaged row's sum may not fit int64, so clip before the cast
+        self._ext = rows, np.minimum(size, _LARGEST_EXACT_INT64).astype(np.int64)
+        self._crash = crash
+
     def ext(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._ext is None:
-            n_ext = len(self.ds.extensions)
-            extid = self.ds.rows["extid"]
-            rows = np.bincount(extid, minlength=n_ext)[:n_ext]
-            size = np.bincount(extid, weights=self.ds.rows["size"].astype(np.float64), minlength=n_ext)[:n_ext]
-            # sizes are u64 from the file: a damaged row's sum may not fit int64, so clip before the cast
-            self._ext = rows.astype(np.int64), np.minimum(size, _LARGEST_EXACT_INT64).astype(np.int64)
+        self.compute()
+        assert self._ext is not None
         return self._ext
 
     def crash(self) -> np.ndarray:
-        if self._crash is None:
-            n = len(self.ds.index.crash_stems) + 1
-            # ids past the table (rows not checked yet on a big index) count in one spare bin, not in
-            # a bincount as long as the largest id read from the file
-            crashid = np.minimum(self.ds.rows["crashid"], n)
-            self._crash = np.bincount(crashid, minlength=n + 1)[:n].astype(np.int64)
+        self.compute()
+        assert self._crash is not None
         return self._crash
 
 
@@ -99,8 +115,7 @@ def open_document(path: str, **options: object) -> Document:
     rows = ds.rows
     counts = _Counts(ds)
     if n <= EAGER_STATS_ROWS:
-        counts.ext()
-        counts.crash()
+        counts.compute()
 
     def payload(row: int) -> Payload:
         data = ds.read_payload(row)

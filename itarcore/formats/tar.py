@@ -9,7 +9,10 @@ whole. If the chain holds from byte 0 to the end-of-archive block, the
 candidates are exactly the headers. If not (old v7 headers, a ``ustar`` look-
 alike inside a payload, data after the end marker), a strict sequential walk
 gives the exact answer or a precise error. Both paths verify every header
-checksum, so corruption never becomes silent garbage rows.
+checksum, so corruption never becomes silent garbage rows. Every route (numpy,
+compiled, sequential) reads fields by the same rules and hands anything odd to the
+sequential walk, so all report the same members or the same error. Long names are
+resolved in ``tar_names``.
 """
 from __future__ import annotations
 
@@ -20,20 +23,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ChecksumError, FormatError, TruncatedError
+from ..errors import FormatError, TruncatedError
 from ..indexing import jit
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .tar_fields import (
     BLOCK,
-    checksum_values,
+    base256,
+    checksum_error,
     checksums_ok,
     header_checksum_ok,
     parse_number,
     parse_octal_columns,
     parse_pax,
+    parse_pax_size,
+    truncated_header,
 )
+from .tar_names import NAME_LEN, header_name, resolve_names
 
-NAME_LEN = 100
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = (ord("0"), 0, ord("7"))
 _ZERO_BLOCK = bytes(BLOCK)
@@ -202,10 +208,10 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
         hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
     headers = part[hits]
     sizes, size_ok = parse_octal_columns(headers[:, 124:136])
-    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256 (which never raises)
-        value = parse_number(bytes(headers[i, 124:136]), "", "size", 0)
-        # a negative or huge size (a look-alike in a payload): not a size, so the sequential walk decides
-        sizes[i], size_ok[i] = (value, True) if 0 <= value < 1 << 63 else (0, False)
+    for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256
+        value = base256(bytes(headers[i, 124:136]))
+        # an odd lead byte, a negative or huge size (a look-alike in a payload?): the sequential walk decides
+        sizes[i], size_ok[i] = (value, True) if value is not None and 0 <= value < 1 << 62 else (0, False)
     # copies, not views: a view of a column would keep every whole 512-byte header alive
     fields = (hits + start, sizes, size_ok, checksums_ok(headers), headers[:, 156].copy(),
               crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
@@ -240,20 +246,27 @@ def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: Progres
     end = int(ends[-1])
     if end > file_size or (end + BLOCK <= file_size and mm[end : end + BLOCK] != _ZERO_BLOCK):
         return None
-    if end < file_size < end + BLOCK:
-        raise TruncatedError(path, "header", end, "file ends inside a 512-byte header block",
-                             expected=f"{BLOCK} bytes", found=f"{file_size - end} bytes")
-    bad = np.flatnonzero(~found.checksum_ok)
-    if len(bad):
-        off = int(cand[bad[0]]) * BLOCK
-        stored, unsigned = checksum_values(bytes(mm[off : off + BLOCK]))
-        raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch", expected=unsigned, found=stored)
+    # Anything else odd goes to the sequential walk, even a plain error: it meets the errors in
+    # archive order (a bad pax record before a bad checksum), so both routes report the same one.
+    if end < file_size < end + BLOCK or not found.checksum_ok.all():
+        return None
+    if _pax_sets_size(mm, cand, sizes, found.typeflags):
+        return None  # a pax size overrides the header's: only the sequential walk follows it
     del ends
     regular = np.isin(found.typeflags, _REGULAR)
     if regular.all():  # the usual shard: no copies
         return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names, found.posix_prefix, end)
     return _finish_scan(mm, path, file_size, cand, sizes, found.typeflags, found.names[regular],
                         found.posix_prefix[regular], end)
+
+
+def _pax_sets_size(mm: mmap.mmap, blocks: np.ndarray, sizes: np.ndarray, typeflags: np.ndarray) -> bool:
+    """Whether a pax record (``x`` or ``g``) has a ``size`` key, as ``tar_walk`` checks it."""
+    for i in np.flatnonzero(np.isin(typeflags, (ord("x"), ord("g")))).tolist():
+        start = int(blocks[i]) * BLOCK + BLOCK
+        if b" size=" in mm[start : start + int(sizes[i])]:
+            return True
+    return False
 
 
 def _scan_compiled(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter) -> TarScan | None:
@@ -312,45 +325,8 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
     has_long = np.isin(typeflags[special], (ord("L"), ord("x"), ord("g"))).any()
     if has_long or reg_prefix.any():
         row_of_block = {int(b): r for r, b in enumerate(reg_idx)}
-        scan.full_names = _resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
+        scan.full_names = resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
     return scan
-
-
-def _resolve_names(mm, path, cand, typeflags, sizes, row_of_block) -> dict[int, bytes]:
-    names: dict[int, bytes] = {}
-    pending_long: bytes | None = None
-    pending_pax: dict[str, bytes] = {}
-    global_pax: dict[str, bytes] = {}
-    for i, block in enumerate(cand.tolist()):
-        off = block * BLOCK
-        flag = int(typeflags[i])
-        size = int(sizes[i])
-        if flag == ord("L"):
-            pending_long = bytes(mm[off + BLOCK : off + BLOCK + size]).split(b"\0", 1)[0]
-        elif flag in (ord("x"), ord("g")):
-            records = parse_pax(bytes(mm[off + BLOCK : off + BLOCK + size]), path, off + BLOCK)
-            (pending_pax if flag == ord("x") else global_pax).update(records)
-        elif flag == ord("K"):
-            continue
-        else:
-            row = row_of_block.get(block)
-            if row is not None:
-                name = _header_name(mm, off)
-                pax_path = pending_pax.get("path", global_pax.get("path"))
-                full = pax_path if pax_path is not None else pending_long if pending_long is not None else name
-                if full != bytes(mm[off : off + NAME_LEN]).split(b"\0", 1)[0]:
-                    names[row] = full
-            pending_long, pending_pax = None, {}
-    return names
-
-
-def _header_name(mm, off: int) -> bytes:
-    name = bytes(mm[off : off + NAME_LEN]).split(b"\0", 1)[0]
-    if mm[off + 257 : off + 263] == b"ustar\x00":  # POSIX: the prefix field holds leading directories
-        prefix = bytes(mm[off + 345 : off + 500]).split(b"\0", 1)[0]
-        if prefix:
-            return prefix + b"/" + name
-    return name
 
 
 def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) -> TarScan:
@@ -362,25 +338,23 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
     pending_long: bytes | None = None
     pending_pax: dict[str, bytes] = {}
     global_pax: dict[str, bytes] = {}
+    pending_pax_at = 0  # payload offset of the pax record that set the pending size
     skipped = 0
     off = 0
     while True:
         if off + BLOCK > file_size:
             if off == file_size:
                 break  # no end-of-archive marker: accepted, as tarfile does
-            raise TruncatedError(path, "header", off, "tar header cut short by end of file",
-                                 expected=f"{BLOCK} bytes", found=f"{file_size - off} bytes")
+            raise truncated_header(path, off, file_size)
         header = mm[off : off + BLOCK]
         if header == _ZERO_BLOCK:
             break
         if not header_checksum_ok(header):
-            stored = parse_number(header[148:156], path, "chksum", off + 148)
-            raise ChecksumError(path, "chksum", off + 148, "tar header checksum mismatch (not a tar header?)",
-                                expected=checksum_values(header)[1], found=stored)
+            raise checksum_error(path, off, header)
         size = parse_number(header[124:136], path, "size", off + 124)
         flag = header[156]
         if "size" in pending_pax:
-            size = int(pending_pax["size"])
+            size = parse_pax_size(pending_pax["size"], path, pending_pax_at)
         if size < 0:
             raise FormatError(path, "size", off + 124, "negative size", found=size)
         data_end = off + BLOCK + size
@@ -392,11 +366,13 @@ def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) 
         elif flag in (ord("x"), ord("g")):
             records = parse_pax(mm[off + BLOCK : data_end], path, off + BLOCK)
             (pending_pax if flag == ord("x") else global_pax).update(records)
+            if flag == ord("x") and "size" in records:
+                pending_pax_at = off + BLOCK
         elif flag == ord("K"):
             pass
         else:
             if flag in _REGULAR:
-                name = _header_name(mm, off)
+                name = header_name(mm, off)
                 pax_path = pending_pax.get("path", global_pax.get("path"))
                 full = pax_path if pax_path is not None else pending_long if pending_long is not None else name
                 raw_field = header[:NAME_LEN]

@@ -4,15 +4,17 @@ Shared by the scanner (``tar.py``), the audit and the dataset's stale-row checks
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import ChecksumError, FormatError, TruncatedError
 
 BLOCK = 512
 
 
 def parse_octal_columns(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parse (n, w) ASCII octal fields; returns (values, ok). Leading spaces/NULs, then digits, then NUL/space."""
+    """Parse (n, w) ASCII octal fields by the rule of :func:`parse_number`; returns (values, ok)."""
     n, width = fields.shape
     # Fast form written by every common tool: the same number of zero-padded digits in every
     # row, then only NULs and spaces (e.g. "00000001750\0" for sizes, "001750\0 " for checksums).
@@ -25,38 +27,63 @@ def parse_octal_columns(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _parse_octal_general(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The octal rule of :func:`parse_number`, column by column: spaces, digits, spaces; a NUL ends the field."""
     n, width = fields.shape
     value = np.zeros(n, np.int64)
-    started = np.zeros(n, bool)
-    stopped = np.zeros(n, bool)
+    started = np.zeros(n, bool)  # a digit seen
+    trailing = np.zeros(n, bool)  # a space after the digits: only spaces may follow
+    ended = np.zeros(n, bool)  # a NUL seen: the rest of the field is ignored
     ok = np.ones(n, bool)
     for col in range(width):
         b = fields[:, col]
-        digit = (b >= 48) & (b <= 55)
-        filler = (b == 0) | (b == 32)
-        ok &= digit | filler
-        stopped |= started & ~digit
-        ok &= ~(stopped & digit)  # digits after the terminator: not a number
-        use = digit & ~stopped
-        value = np.where(use, value * 8 + (b.astype(np.int64) - 48), value)
+        live = ~ended
+        digit = (b >= 48) & (b <= 55) & live
+        space = (b == 32) & live
+        ended |= (b == 0) & live
+        ok &= ~(live & ~digit & ~space & (b != 0))  # any other byte before the NUL
+        ok &= ~(digit & trailing)  # digits after the trailing spaces
+        trailing |= space & started
+        value = np.where(digit & ok, value * 8 + (b.astype(np.int64) - 48), value)
         started |= digit
     return value, ok
 
 
+def base256(raw: bytes) -> int | None:
+    """A GNU base-256 number (lead byte 0x80 positive, 0xFF negative, as tarfile); None for any other lead byte."""
+    if raw[0] not in (0x80, 0xFF):
+        return None
+    value = int.from_bytes(raw[1:], "big")
+    return value - (1 << (8 * (len(raw) - 1))) if raw[0] == 0xFF else value
+
+
+_OCTAL = re.compile(rb" *[0-7]* *")
+
+
 def parse_number(raw: bytes, path: str, fieldname: str, offset: int) -> int:
-    """One numeric header field: octal, or GNU base-256 when the top bit is set."""
+    """One numeric header field: octal, or GNU base-256 when the top bit is set.
+
+    Octal, as every walk reads it (the compiled one and the column parsers too, so the
+    routes agree): the field ends at its first NUL; before that, optional spaces, octal
+    digits, optional spaces, nothing else (no sign, tab or ``_`` that ``int`` would take).
+    No digits is 0.
+    """
     if raw and raw[0] & 0x80:
-        value = int.from_bytes(raw[1:], "big")
-        if raw[0] == 0xFF:  # negative base-256
-            value -= 1 << (8 * (len(raw) - 1))
+        value = base256(raw)
+        if value is None:
+            raise FormatError(path, fieldname, offset, "base-256 number with an unknown lead byte",
+                              expected="0x80 or 0xff", found=f"0x{raw[0]:02x}")
         return value
-    text = raw.split(b"\0", 1)[0].strip(b" ")
-    if not text:
-        return 0
-    try:
-        return int(text, 8)
-    except ValueError:
-        raise FormatError(path, fieldname, offset, "not an octal number", found=raw) from None
+    text = raw.split(b"\0", 1)[0]
+    if not _OCTAL.fullmatch(text):
+        raise FormatError(path, fieldname, offset, "not an octal number", expected="octal digits", found=raw)
+    return int(text.strip(b" ") or b"0", 8)
+
+
+def parse_pax_size(value: bytes, path: str, offset: int) -> int:
+    """A pax ``size`` record's value: decimal digits only."""
+    if not value.isdigit() or not value.isascii():
+        raise FormatError(path, "pax size", offset, "not a decimal size", expected="decimal digits", found=value)
+    return int(value)
 
 
 def parse_pax(data: bytes, path: str, offset: int) -> dict[str, bytes]:
@@ -104,3 +131,21 @@ def checksum_values(header: bytes) -> tuple[int, int]:
     """(stored, computed unsigned) checksum of one header, for error messages."""
     stored, _ = parse_octal_columns(np.frombuffer(header, np.uint8, count=BLOCK)[148:156].reshape(1, 8))
     return int(stored[0]), sum(header) - sum(header[148:156]) + 256
+
+
+def checksum_error(path: str, offset: int, header: bytes) -> ChecksumError:
+    """The error for the header at ``offset`` whose checksum does not match (the same from every walk)."""
+    raw = header[148:156]
+    _, ok = parse_octal_columns(np.frombuffer(raw, np.uint8).reshape(1, 8))
+    found = checksum_values(header)[0] if ok[0] else raw
+    return ChecksumError(path, "chksum", offset + 148, "tar header checksum mismatch (not a tar header?)",
+                         expected=checksum_values(header)[1], found=found)
+
+
+def truncated_header(path: str, offset: int, file_size: int) -> TruncatedError:
+    """The error for a file that ends inside the header block at ``offset`` (or before it, in padding)."""
+    if offset > file_size:
+        return TruncatedError(path, "padding", file_size, "file ends inside the padding after a member's data",
+                              expected=f"padding up to offset {offset}", found=f"end of file at {file_size}")
+    return TruncatedError(path, "header", offset, "tar header cut short by end of file",
+                          expected=f"{BLOCK} bytes", found=f"{file_size - offset} bytes")

@@ -4,9 +4,12 @@ It follows the header chain exactly as the strict sequential walk does, but as m
 code: about 0.1 µs per header instead of about 1 µs, and it touches only header blocks
 instead of every block of the file. It is resumable, so the caller can release the
 pages of each chunk, report progress and honour cancel between calls. Anything it does
-not handle itself (a checksum or number that does not parse, truncation, a pax record
-that overrides the size) makes it stop with ``STOP_UNSUPPORTED``; the caller then
-runs the Python walk, which gives the exact answer or the precise error.
+not handle itself (a checksum or number that does not parse, a size that reaches past the
+file, truncation, a pax record that overrides the size) makes it stop with
+``STOP_UNSUPPORTED``; the caller then runs the Python walk, which gives the exact answer
+or the precise error. Numbers follow the one rule of ``tar_fields.parse_number``, so the
+walk never reads a field differently from the Python walk; every read is bounds-checked
+against the buffer (numba's own checks are off for speed).
 """
 from __future__ import annotations
 
@@ -20,35 +23,36 @@ STOP_UNSUPPORTED = 2  # let the Python walk handle (or report) what is at ``offs
 
 
 def _octal(buf, start, width):
-    """Octal field with leading NUL/space fill and NUL/space terminator; -1 if it is not one."""
+    """Octal field by the rule of ``tar_fields.parse_number`` (spaces, digits, spaces; a NUL ends it); -1 if not."""
     value = 0
     started = False
-    stopped = False
+    trailing = False
     for i in range(width):
         b = buf[start + i]
+        if b == 0:
+            return value  # the rest of the field is ignored
         if 48 <= b <= 55:
-            if stopped:
+            if trailing:
                 return -1
             value = value * 8 + (b - 48)
             started = True
-        elif b == 0 or b == 32:
-            if started:
-                stopped = True
+        elif b == 32:
+            trailing = started
         else:
             return -1
     return value
 
 
 def _size(buf, start):
-    """The 12-byte size field: octal, or positive GNU base-256; -1 if unsupported."""
+    """The 12-byte size field: octal, or positive GNU base-256 below 2**55; -1 if unsupported."""
     first = buf[start]
     if first & 0x80:
         if first != 0x80:
             return -1
         value = 0
         for i in range(1, 12):
-            if value >> 55:
-                return -1  # beyond int64
+            if value >> 47:
+                return -1  # no file is that big: the Python walk names the problem
             value = (value << 8) | buf[start + i]
         return value
     return _octal(buf, start, 12)
@@ -94,12 +98,19 @@ def _walk(buf, words, offset, limit, count, out_offsets, out_sizes, out_flags, o
     offset, size, type flag, the 100-byte name field, and whether a POSIX prefix is set.
     """
     n = buf.shape[0]
-    capacity = out_offsets.shape[0]
+    capacity = min(out_offsets.shape[0], out_sizes.shape[0], out_flags.shape[0], out_names.shape[0],
+                   out_prefixed.shape[0])
+    if out_names.shape[1] < 100 or words.shape[0] * 8 > n or offset < 0 or count < 0:
+        return STOP_UNSUPPORTED, offset, count  # not buffers this walk can fill safely
+    # Every read below is inside buf: offset is a multiple of 512 with offset + 512 <= n,
+    # and a payload is followed only when offset + 512 + size <= n, so no sum can overflow.
     while count < capacity:
-        if offset + 512 > n:
+        if offset % 512 or offset + 512 > n:
             return (STOP_END if offset == n else STOP_UNSUPPORTED), offset, count
         if offset >= limit:
             break
+        if offset + 512 > words.shape[0] * 8:  # the last block's bytes lie past the word view
+            return STOP_UNSUPPORTED, offset, count
         total = _byte_sum(words, offset)
         if total == 0:
             return STOP_END, offset, count
@@ -110,16 +121,16 @@ def _walk(buf, words, offset, limit, count, out_offsets, out_sizes, out_flags, o
         if stored < 0 or (stored != total - field_sum + 256 and stored != _signed_checksum(buf, offset)):
             return STOP_UNSUPPORTED, offset, count
         size = _size(buf, offset + 124)
-        data_end = offset + 512 + size
-        if size < 0 or data_end > n:
+        if size < 0 or size > n - offset - 512:
             return STOP_UNSUPPORTED, offset, count
+        data_end = offset + 512 + size
         flag = buf[offset + 156]
         if (flag == 120 or flag == 103) and _pax_sets_size(buf, offset + 512, data_end):
             return STOP_UNSUPPORTED, offset, count
         out_offsets[count] = offset
         out_sizes[count] = size
         out_flags[count] = flag
-        out_names[count, :] = buf[offset : offset + 100]
+        out_names[count, :100] = buf[offset : offset + 100]
         out_prefixed[count] = buf[offset + 262] == 0 and buf[offset + 345] != 0
         count += 1
         offset = data_end + (-size) % 512

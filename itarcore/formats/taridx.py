@@ -11,25 +11,30 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..atomic import atomic_write
-from ..errors import FormatError, TruncatedError, VersionError
+from ..errors import FormatError, TruncatedError, WriteError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from .taridx_header import (  # noqa: F401 - re-exported: the header lives in a numpy-free module
+    FIELD_LAYOUT,
+    FLAG_CONTIGUOUS,
+    HEADER_FIELD_TYPES,
+    HEADER_SIZE,
+    MAGIC,
+    MAJOR,
+    MINOR,
+    RECORD_SIZE,
+    TaridxHeader,
+    parse_header,
+    parse_tables,
+    split_block,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Self
-
-MAGIC = b"TARIDX"
-MAJOR, MINOR = 1, 0
-HEADER_SIZE, RECORD_SIZE = 64, 32
-FLAG_CONTIGUOUS = 0x01
-# Rows are checked at open when the row region is at most this big; bigger indexes
-# open instantly and are checked by `check_rows` (the CLI's verify, a GUI worker).
-EAGER_ROW_CHECK_BYTES = 256 << 20
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("major", "<u2"), ("minor", "<u2"), ("rec_size", "<u2"), ("hdr_size", "<u2"),
@@ -40,44 +45,10 @@ ROW_DTYPE = np.dtype([
     ("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"), ("keyhash", "<u8"),
 ])
 assert HEADER_DTYPE.itemsize == HEADER_SIZE and ROW_DTYPE.itemsize == RECORD_SIZE
-
-HEADER_FIELD_TYPES = {
-    "magic": "S8", "major": "u16", "minor": "u16", "rec_size": "u16", "hdr_size": "u16", "n_stems": "u64",
-    "n_rows": "u64", "n_ext": "u32", "n_crash": "u32", "off_crash": "u64", "off_arr": "u64", "flags": "u8",
-    "reserved": "u8[7]",
-}
-
-
-@dataclass(frozen=True)
-class TaridxHeader:
-    magic: bytes
-    major: int
-    minor: int
-    rec_size: int
-    hdr_size: int
-    n_stems: int
-    n_rows: int
-    n_ext: int
-    n_crash: int
-    off_crash: int
-    off_arr: int
-    flags: int
-    reserved: bytes = bytes(7)
-
-    @property
-    def contiguous(self) -> bool:
-        return bool(self.flags & FLAG_CONTIGUOUS)
-
-    def as_dict(self) -> dict[str, object]:
-        """The spec's field names, JSON-ready (magic as text, reserved left out)."""
-        return {name: (self.magic.decode("ascii", "replace") if name == "magic" else getattr(self, name))
-                for name in HEADER_FIELD_TYPES if name != "reserved"}
-
-    @staticmethod
-    def field_layout() -> list[tuple[str, str, int, int]]:
-        """(name, type, offset, size) for every header field."""
-        return [(name, HEADER_FIELD_TYPES[name], HEADER_DTYPE.fields[name][1], HEADER_DTYPE.fields[name][0].itemsize)
-                for name in HEADER_DTYPE.names]
+assert [(n, off) for n, _, off, _ in FIELD_LAYOUT] == [(n, HEADER_DTYPE.fields[n][1]) for n in HEADER_DTYPE.names]
+# Rows are checked at open when the row region is at most this big; bigger indexes
+# open instantly and are checked by `check_rows` (the CLI's verify, a GUI worker).
+EAGER_ROW_CHECK_BYTES = 256 << 20
 
 
 class TaridxIndex:
@@ -92,6 +63,7 @@ class TaridxIndex:
         self.rows = rows
         self._mapping = mapping
         self.rows_checked = False
+        self.stat: os.stat_result | None = None  # of the file as opened (its identity for caches)
 
     @property
     def n_rows(self) -> int:
@@ -123,6 +95,21 @@ class TaridxIndex:
             reporter.update(min(self.n_rows, start + chunk))
         self.rows_checked = True
 
+    def release_rows(self, start: int, stop: int) -> None:
+        """Drop rows ``start..stop`` from this process's resident memory (the page cache keeps them).
+
+        Passes over every row call this behind them, so a 32 GB index never becomes
+        32 GB of resident memory; a later read of those rows just maps the pages again.
+        """
+        mapping = self._mapping
+        if mapping is None or stop <= start or not hasattr(mapping, "madvise"):
+            return
+        page = mmap.PAGESIZE
+        first = (self.header.off_arr + start * RECORD_SIZE) // page * page
+        end = min(len(mapping), self.header.off_arr + stop * RECORD_SIZE)
+        if end > first:
+            mapping.madvise(mmap.MADV_DONTNEED, first, end - first)
+
     def close(self) -> None:
         self.rows = self.rows[:0].copy()
         if self._mapping is not None:
@@ -139,34 +126,19 @@ class TaridxIndex:
         self.close()
 
 
-def _split_block(raw: bytes, count: int, path: str, field: str, offset: int) -> list[str]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(path, field, offset + exc.start, "block is not valid UTF-8") from None
-    if count == 0:
-        if raw:
-            raise FormatError(path, field, offset, "block not empty but count is 0", expected=0, found=len(raw))
-        return []
-    items = text.split("\n")  # n == 1 and an empty block gives [''], as NOTES.md requires
-    if len(items) != count:
-        count_field = "n_ext" if field == "extensions" else "n_crash"
-        raise FormatError(path, field, offset, f"entry count disagrees with {count_field}",
-                          expected=count, found=len(items))
-    return items
-
-
 def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) -> TaridxIndex:
     """Open and validate a .taridx. ``check_rows=None`` checks rows now only for indexes up to 256 MiB."""
     path = os.fspath(path)
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        stat = os.fstat(fh.fileno())
+        size = stat.st_size
         if size < HEADER_SIZE:
             raise TruncatedError(path, "header", 0, "file shorter than the header",
                                  expected=f"{HEADER_SIZE} bytes", found=f"{size} bytes")
         mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         index = _parse(path, mapping, size, check_rows)
+        index.stat = stat
     except BaseException:
         try:
             mapping.close()
@@ -177,44 +149,11 @@ def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) ->
 
 
 def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) -> TaridxIndex:
-    rec = np.frombuffer(mapping[:HEADER_SIZE], HEADER_DTYPE, count=1)[0]
-    raw_magic = bytes(mapping[0:8])
-    if raw_magic != MAGIC.ljust(8, b"\0"):
-        raise VersionError(path, "magic", 0, "not a TARIDX file", expected=MAGIC.ljust(8, b"\0"), found=raw_magic)
-    header = TaridxHeader(**{name: (bytes(rec[name]) if name in ("magic", "reserved") else int(rec[name]))
-                             for name in HEADER_DTYPE.names})
-    layout = {name: off for name, _, off, _ in TaridxHeader.field_layout()}
-    if header.major != MAJOR:
-        raise VersionError(path, "major", layout["major"], "unsupported major version", expected=MAJOR,
-                           found=header.major)
-    if header.hdr_size != HEADER_SIZE:
-        raise FormatError(path, "hdr_size", layout["hdr_size"], "", expected=HEADER_SIZE, found=header.hdr_size)
-    if header.rec_size != RECORD_SIZE:
-        raise FormatError(path, "rec_size", layout["rec_size"], "", expected=RECORD_SIZE, found=header.rec_size)
-    if not HEADER_SIZE <= header.off_crash <= size:
-        raise FormatError(path, "off_crash", layout["off_crash"], "crash block offset outside the file",
-                          expected=f"{HEADER_SIZE}..{size}", found=header.off_crash)
-    if not header.off_crash <= header.off_arr <= size:
-        raise FormatError(path, "off_arr", layout["off_arr"], "row array offset outside the file or before the "
-                          "crash block", expected=f"{header.off_crash}..{size}", found=header.off_arr)
-    region = size - header.off_arr
-    if region % RECORD_SIZE:
-        raise TruncatedError(path, "rows", header.off_arr, "row region is not a whole number of 32-byte records",
-                             expected=f"a multiple of {RECORD_SIZE} bytes", found=f"{region} bytes")
-    if header.n_rows != region // RECORD_SIZE:
-        raise FormatError(path, "n_rows", layout["n_rows"], "row count disagrees with the file size",
-                          expected=region // RECORD_SIZE, found=header.n_rows)
-    if header.n_stems > header.n_rows:
-        raise FormatError(path, "n_stems", layout["n_stems"], "more stems than rows",
-                          expected=f"<= {header.n_rows}", found=header.n_stems)
-    if header.n_ext > 65536:  # extid is u16
-        raise FormatError(path, "n_ext", layout["n_ext"], "more extensions than a u16 extid can address",
-                          expected="<= 65536", found=header.n_ext)
-    extensions = _split_block(mapping[HEADER_SIZE : header.off_crash], header.n_ext, path, "extensions", HEADER_SIZE)
-    crash_stems = _split_block(mapping[header.off_crash : header.off_arr], header.n_crash, path, "crash_stems",
-                               header.off_crash)
+    header = parse_header(path, mapping[:HEADER_SIZE], size)
+    extensions, crash_stems = parse_tables(path, header, mapping)
     rows = np.frombuffer(mapping, ROW_DTYPE, count=header.n_rows, offset=header.off_arr)
     index = TaridxIndex(path, header, extensions, crash_stems, rows, mapping)
+    region = size - header.off_arr
     if check_rows or (check_rows is None and region <= EAGER_ROW_CHECK_BYTES):
         try:
             index.check_rows()
@@ -240,14 +179,26 @@ def encode_header(n_stems: int, n_rows: int, n_ext: int, n_crash: int, off_crash
     return rec.tobytes()
 
 
+def _text_block(path: str | os.PathLike[str], what: str, strings: Sequence[str]) -> bytes:
+    """Strings joined by newlines as UTF-8; refuses one that would not read back as itself."""
+    for i, text in enumerate(strings):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} is not text that UTF-8 can store") from None
+        if "\n" in text:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} holds a newline, the index's separator")
+    return "\n".join(strings).encode("utf-8")
+
+
 def write_taridx(path: str | os.PathLike[str], rows: np.ndarray, extensions: Sequence[str],
                  crash_stems: Sequence[str], n_stems: int, contiguous: bool | None = None) -> None:
     """Write a .taridx exactly as the reference does, atomically (temp file, fsync, rename)."""
     rows = np.ascontiguousarray(rows, dtype=ROW_DTYPE)
     if contiguous is None:
         contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
-    ext_block = "\n".join(extensions).encode("utf-8")
-    crash_block = "\n".join(crash_stems).encode("utf-8")
+    ext_block = _text_block(path, "extension", extensions)
+    crash_block = _text_block(path, "crash stem", crash_stems)
     off_crash = HEADER_SIZE + len(ext_block)
     off_arr = off_crash + len(crash_block)
     header = encode_header(n_stems, len(rows), len(extensions), len(crash_stems), off_crash, off_arr,

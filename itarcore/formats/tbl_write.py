@@ -82,6 +82,8 @@ def _last_true(mask: np.ndarray) -> np.ndarray:
 def _name_tails(fields: np.ndarray) -> np.ndarray:
     """The last _TAIL bytes of each NUL-terminated name, zeros in front of short names."""
     n, width = fields.shape
+    if width == 0:  # every name empty
+        return np.zeros((n, _TAIL), fields.dtype)
     nul = fields == 0
     length = nul.argmax(axis=1)  # the name ends at its first NUL ...
     length[~nul[np.arange(n), length]] = width  # ... or fills the field

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import DatasetError
 from ..formats.tar import TarScan, scan_tar, scan_threads
+from ..formats.tar_names import check_text_names
 from ..formats.taridx import ROW_DTYPE, contiguous_runs
 from ..progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 from . import jit
@@ -96,6 +97,9 @@ def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
     nul = fields == 0
+    if fields.shape[1] == 0 or nul[:, 0].all():  # every name empty (argmax has no column to pick)
+        empty = np.zeros(len(fields), np.int64)
+        return empty, empty, empty
     end = np.where(nul.any(axis=1), nul.argmax(axis=1), fields.shape[1])
     width = int(end.max())
     names = fields[:, :width]  # names are usually far shorter than the field
@@ -131,7 +135,19 @@ def split_name(name: bytes) -> tuple[bytes, str]:
 def shard_members(path: str | os.PathLike[str], cancel: CancelToken | None = None,
                   progress: ProgressCallback | None = None, compiled: bool | None = None,
                   threads: int | None = None) -> ShardMembers:
-    return members_from_scan(scan_tar(path, progress, cancel, compiled=compiled, threads=threads))
+    """One shard's member table; refuses (FormatError at the member's header) names an index cannot hold.
+
+    Names are indexed exactly as the reference splits them (NOTES.md): only ``/``
+    separates folders, so a backslash, space or tab is part of the stem; the stem ends at
+    the first dot, so ``.hidden`` has stem ``''`` and a name without a dot (``README``,
+    ``dir/``) has extension ``''``. Refused: names that are not UTF-8 (the spec hashes
+    ``stem.encode('utf-8')`` and stores extensions and crash stems as UTF-8 text), and
+    names with a NUL (only a pax path can hold one) or a newline (the index's text blocks
+    are newline-separated, so the extension or crash stem would not read back).
+    """
+    scan = scan_tar(path, progress, cancel, compiled=compiled, threads=threads)
+    check_text_names(scan, forbidden=b"\0\n")
+    return members_from_scan(scan)
 
 
 def members_from_scan(scan: TarScan) -> ShardMembers:
@@ -204,6 +220,8 @@ class FoldIndex:
     n_stems: int
     contiguous: bool
     shard_sizes: list[int]
+    route: str = "numpy"  # which scan ran: "compiled" (numba) or "numpy"
+    route_reason: str = ""  # why (jit.choose)
 
 
 def merge_shards(shards: Sequence[ShardMembers], force_contiguous: bool = False) -> FoldIndex:
@@ -301,7 +319,7 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
     paths = [os.fspath(p) for p in shards]
     total = sum(os.path.getsize(p) for p in paths)
     reporter = ProgressReporter(progress, total, "bytes", cancel)
-    compiled = jit.worthwhile(total)  # decided for the whole fold, not shard by shard
+    compiled, reason = jit.choose(total)  # decided for the whole fold, not shard by shard
     shard_done = [0] * len(paths)
     lock = threading.Lock()
 
@@ -326,5 +344,6 @@ def index_shards(shards: Sequence[str | os.PathLike[str]], *, force_contiguous: 
             stop.cancel()  # running scans stop at their next chunk
             raise
     index = merge_shards(results, force_contiguous)
+    index.route, index.route_reason = ("compiled" if compiled and jit.available() else "numpy"), reason
     reporter.finish()
     return index

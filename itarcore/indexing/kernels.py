@@ -10,7 +10,9 @@ from . import jit
 @jit.compile_kernel
 def split_rows(fields, bounds):
     """The NOTES.md split of ``indexer._split_name_fields``, row by row: bounds rows are start, dot, end."""
-    for row in range(fields.shape[0]):
+    if bounds.shape[0] < 3:
+        return
+    for row in range(min(fields.shape[0], bounds.shape[1])):
         end = fields.shape[1]
         for i in range(fields.shape[1]):
             if fields[row, i] == 0:
@@ -33,12 +35,20 @@ def split_rows(fields, bounds):
 
 @jit.compile_kernel
 def copy_parts(fields, bounds, stems, exts):
-    """Copy each row's stem and (lower-cased) extension into zeroed matrices."""
-    for row in range(fields.shape[0]):
-        start, dot, end = bounds[0, row], bounds[1, row], bounds[2, row]
-        for i in range(start, dot):
+    """Copy each row's stem and (lower-cased) extension into zeroed matrices.
+
+    Bounds are clamped to the matrices, so no bounds array can make it read or write outside them.
+    """
+    if bounds.shape[0] < 3:
+        return
+    width = fields.shape[1]
+    for row in range(min(fields.shape[0], bounds.shape[1], stems.shape[0], exts.shape[0])):
+        end = min(max(bounds[2, row], 0), width)
+        start = min(max(bounds[0, row], 0), end)
+        dot = min(max(bounds[1, row], start), end)
+        for i in range(start, min(dot, start + stems.shape[1])):
             stems[row, i - start] = fields[row, i]
         ext_start = min(dot + 1, end)
-        for i in range(ext_start, end):
+        for i in range(ext_start, min(end, ext_start + exts.shape[1])):
             b = fields[row, i]
             exts[row, i - ext_start] = b + 32 if 65 <= b <= 90 else b

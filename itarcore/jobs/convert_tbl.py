@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import WriteError
 from ..formats.tar import BLOCK, TarScan, decode_name, scan_tar
+from ..formats.tar_names import check_text_names
 from ..formats.tbl import FORMAT_CODES, FORMAT_NAMES
 from ..formats.tbl_dims import image_dims
 from ..formats.tbl_write import TblWriter, format_for_name, formats_for_name_fields
@@ -161,6 +162,8 @@ class _ShardPlan:
 
 
 def _plan(path: str, scan: TarScan, wanted: set[int] | None, keep_scan: bool) -> _ShardPlan:
+    if keep_scan:  # names become JSON text: a name that is not UTF-8 is refused at its header, before any output
+        check_text_names(scan)
     codes = sample_formats(scan)
     keep = codes != 0 if wanted is None else np.isin(codes, list(wanted))
     if keep.all():  # the usual shard: every member is a sample, so no gathers

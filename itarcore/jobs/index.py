@@ -32,6 +32,8 @@ class IndexResult:
     total_bytes: int
     backup: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    route: str = "numpy"  # the tar scan that ran: "compiled" (numba) or "numpy"
+    route_reason: str = ""
 
     @property
     def members_per_second(self) -> float:
@@ -68,7 +70,8 @@ def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLi
         n_rows=len(built.rows), n_stems=built.n_stems,
         extensions=[(e, int(c)) for e, c in zip(built.extensions, counts)],
         crash_stems=built.crash_stems, contiguous=built.contiguous,
-        seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings)
+        seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings,
+        route=built.route, route_reason=built.route_reason)
 
 
 def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None, *,

@@ -71,3 +71,93 @@ def test_panel_plots_rows_and_bytes_per_shard(qtbot, tmp_path):
     panel.grab().save(str(tmp_path / "plots.png"))
     panel.shutdown()
     dataset.close()
+
+
+def test_select_rows_by_size_bins_and_shard_matches_numpy():
+    from app.views.formats.taridx.plots_controls import select_rows, size_range_of_bins
+
+    rng = np.random.default_rng(3)
+    rows = np.zeros(20_000, ROW_DTYPE)
+    rows["fid"] = rng.integers(0, 5, rows.size)
+    rows["size"] = rng.integers(0, 1 << 22, rows.size) >> rng.integers(0, 22, rows.size)
+    rows["size"][:4] = [0, 1023, 1024, 2047]  # the edges of bins 11 and 12
+    low, high = size_range_of_bins(11, 11)
+    assert (low, high) == (1024, 2047)
+    bits = np.array([int(s).bit_length() for s in rows["size"].tolist()])
+    for lo_bin, hi_bin, fid in ((11, 11, None), (0, 5, None), (3, 20, 2), (0, 64, None)):
+        low, high = size_range_of_bins(lo_bin, hi_bin)
+        got = select_rows(rows, low, high, fid, chunk_rows=777)
+        truth = np.flatnonzero((bits >= lo_bin) & (bits <= hi_bin) & ((rows["fid"] == fid) if fid is not None else True))
+        np.testing.assert_array_equal(got, truth)
+
+
+def test_picker_filters_the_rows_tab_to_a_shard_and_size_range(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import Qt
+
+    from app.views.main_window import MainWindow
+    from app.views.settings import SETTINGS_ENV
+
+    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        with qtbot.waitSignal(w.previewSettled, timeout=15_000), qtbot.waitSignal(w.documentOpened, timeout=15_000):
+            w.open_path(str(WEBDS / "train.taridx"))
+        plots = next(p for p in w.panels if p.title == "Plots")
+        with qtbot.waitSignal(plots.computed, timeout=10_000):
+            plots.parent().raise_()
+        picker = plots.picker
+        sizes = plots.dataset.rows["size"]
+        fids = plots.dataset.rows["fid"]
+        bits = np.array([int(s).bit_length() for s in sizes.tolist()])
+        # every shard is listed, and typing part of a name finds it (a fold may have thousands)
+        assert picker.shards.count() == 1 + 3
+        completer = picker.shards.completer()
+        completer.setCompletionPrefix("train_0002")
+        assert completer.completionCount() == 1 and completer.currentCompletion().startswith("2: train_0002.tar")
+        lo, hi = int(np.median(bits)) - 1, int(np.median(bits)) + 1
+        picker.sizes.setValue((lo, hi))
+        in_range = (bits >= lo) & (bits <= hi)
+        assert f"{int(in_range.sum()):,} rows" in picker.summary.text()
+        lo_x, hi_x = plots.size_region.getRegion()
+        assert (lo_x, hi_x) == (lo - 1, hi)
+        picker.shards.setCurrentIndex(1 + 2)
+        rows_tab = w.tabs_by_name["rows"]
+        with qtbot.waitSignal(rows_tab.viewApplied, timeout=10_000):
+            qtbot.mouseClick(picker.show_button, Qt.MouseButton.LeftButton)
+        truth = np.flatnonzero(in_range & (fids == 2))
+        assert len(truth) and [rows_tab.model.source_row(i) for i in range(rows_tab.model.n_view)] == truth.tolist()
+        assert "shard 2" in rows_tab.filter_bar.drill_label.text()
+        plots.grab().save(str(tmp_path / "plots_picker.png"))
+    finally:
+        w.shutdown()
+
+
+def test_counting_an_index_releases_its_pages_and_stops_between_chunks(monkeypatch, tmp_path):
+    import sys
+
+    from itarcore.errors import Cancelled
+    from itarcore.formats.taridx import read_taridx
+    from itarcore.progress import CancelToken
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from bench_browser import write_index
+
+    path = tmp_path / "mid.taridx"
+    write_index(path, 100_000)
+    monkeypatch.setattr("app.views.formats.taridx.plots_panel.CHUNK", 30_000)
+    with read_taridx(path) as index:
+        released: list[tuple[int, int]] = []
+        real_release = index.release_rows
+        monkeypatch.setattr(index, "release_rows", lambda a, b: (released.append((a, b)), real_release(a, b)))
+        stats = compute_fold_stats(index, 3)
+        assert released == [(0, 30_000), (30_000, 60_000), (60_000, 90_000), (90_000, 100_000)]
+        rows = np.array(index.rows)
+        assert stats.rows_per_shard.tolist() == np.bincount(rows["fid"]).tolist()
+        cancel = CancelToken()
+        released.clear()
+        with pytest.raises(Cancelled):
+            compute_fold_stats(index, 3, progress=lambda p: cancel.cancel(), cancel=cancel)
+        # cancelled while reporting the first chunk: at most the chunk already in hand follows
+        assert released in ([(0, 30_000)], [(0, 30_000), (30_000, 60_000)])

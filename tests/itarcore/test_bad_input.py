@@ -318,3 +318,16 @@ def test_convert_keeps_a_deeply_nested_json_sidecar_as_text(tmp_path: Path) -> N
     with TblFile(tmp_path / "out.tbl") as tbl:
         (block,) = tbl.metadata_for(0)
         assert json.loads(tbl.metadata_bytes(block))["json"] == deep.decode()
+
+
+def test_full_audit_of_a_row_pointing_at_the_end_marker(fold_with_header_like_payload) -> None:
+    """Every checked row of a shard at a nameless block (the zero end marker): a bad header, not a crash."""
+    index, _ = fold_with_header_like_payload
+    shard = index.with_name("fold_0000.tar")
+    end_marker = shard.stat().st_size - 1024
+    for row in range(3):
+        set_row_field(index, row, "offset", end_marker)
+        set_row_field(index, row, "size", 0)
+    report = audit_index(index)
+    bad = [f for f in report.findings if f.kind == "bad_header"]
+    assert [f.rows for f in bad] == [[0, 1, 2]] and bad[0].severity == "error", report.summary_text()

@@ -240,7 +240,7 @@ def test_sample_of_row_interleaved_crash_stems(tmp_path: Path) -> None:
     write_taridx(tmp_path / "f.taridx", rows, ["jpg"], ["crashed-stem"], n_stems=5)
     with Dataset.open(tmp_path / "f.taridx") as ds:
         groups = ds.compute_samples()
-        assert groups.order is not None and groups.sample_by_key is not None  # the binary-search path
+        assert groups.key_index is not None and groups.key_index.kind == "sorted"  # the key-index path
         first_seen: dict[tuple[int, int], int] = {}
         for r, key in enumerate(zip(rows["keyhash"].tolist(), rows["crashid"].tolist())):
             first_seen.setdefault(key, len(first_seen))

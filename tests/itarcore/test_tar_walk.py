@@ -130,15 +130,41 @@ def test_auto_choice_keeps_small_scans_off_numba(tmp_path: Path) -> None:
     assert done.stdout.split() == ["vectorised", "False"]
 
 
-@pytest.mark.parametrize(("setting", "n_bytes", "loaded", "expected"), [
-    ("0", 1 << 40, True, False),
-    ("1", 0, False, True),
-    ("auto", jit.MIN_BYTES - 1, False, False),
-    ("auto", jit.MIN_BYTES, False, True),
-    ("auto", 0, True, True),  # once loaded, every scan uses the kernels
+@pytest.mark.parametrize(("setting", "below", "loaded", "cached", "expected"), [
+    ("0", False, True, True, False),
+    ("1", True, False, False, True),
+    ("auto", True, False, True, False),
+    ("auto", False, False, True, True),
+    ("auto", True, False, False, False),
+    ("auto", False, False, False, True),
+    ("auto", True, True, False, True),  # once loaded, every scan uses the kernels
 ])
-def test_worthwhile_policy(monkeypatch: pytest.MonkeyPatch, setting: str, n_bytes: int, loaded: bool,
+def test_worthwhile_policy(monkeypatch: pytest.MonkeyPatch, setting: str, below: bool, loaded: bool, cached: bool,
                            expected: bool) -> None:
+    if not jit.available():
+        pytest.skip("numba is not installed: every route is numpy")
     monkeypatch.setenv("ITARCORE_JIT", setting)
     monkeypatch.setattr(jit, "_loaded", loaded)
-    assert jit.worthwhile(n_bytes) is expected
+    monkeypatch.setattr(jit, "kernels_cached", lambda: cached)
+    threshold = jit.break_even_bytes(cached)
+    assert jit.worthwhile(threshold - 1 if below else threshold) is expected
+
+
+def test_break_even_follows_the_measured_costs() -> None:
+    """load / saving: ~4 GB with cached kernels; compiling first pushes it far out."""
+    per_gb = jit.SAVED_SECONDS_PER_GB
+    assert jit.break_even_bytes(True) == int(jit.LOAD_SECONDS / per_gb * 1e9)
+    assert jit.break_even_bytes(False) == int((jit.LOAD_SECONDS + jit.COMPILE_SECONDS) / per_gb * 1e9)
+    assert jit.break_even_bytes(True) < 8 << 30 < jit.break_even_bytes(False)
+
+
+def test_kernels_cached_sees_numba_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert jit.kernels_cached() is False
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}.nbi"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / f"tar_walk._walk-12.{tag}").write_bytes(b"")
+    assert jit.kernels_cached() is False  # the indexer's kernels are missing still
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / f"kernels.split_rows-10.{tag}").write_bytes(b"")
+    assert jit.kernels_cached() is True

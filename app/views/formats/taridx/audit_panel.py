@@ -27,6 +27,7 @@ from app.views.errors import show_error
 from app.views.panels import FormatPanel
 from app.workers import JobWorker
 from itarcore.audit import AuditReport, audit_index, quick_check
+from itarcore.audit.fold import MTIME_SLACK
 from itarcore.dataset import find_shards, fold_name
 from itarcore.document import Document
 from itarcore.jobs import IndexResult, index_fold
@@ -35,6 +36,25 @@ from itarcore.progress import Progress
 _ICONS = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
           "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
           "info": QStyle.StandardPixmap.SP_MessageBoxInformation}
+
+
+def shards_newer_than_index(index_path: str) -> list[Path]:
+    """Shards of the fold modified after the index (a stat each: cheap at open).
+
+    The same slack as the audit's: a checkout or copy writes index and shards in one instant, in any order."""
+    try:
+        written = os.stat(index_path).st_mtime_ns + int(MTIME_SLACK * 1e9)
+    except OSError:
+        return []
+    shards = find_shards(Path(index_path).resolve().parent, fold_name(index_path))
+    newer = []
+    for fid in sorted(shards):
+        try:
+            if os.stat(shards[fid]).st_mtime_ns > written:
+                newer.append(shards[fid])
+        except OSError:
+            continue
+    return newer
 
 
 class AuditPanel(FormatPanel):
@@ -104,6 +124,19 @@ class AuditPanel(FormatPanel):
         layout.addWidget(split, 1)
         layout.addLayout(bottom)
         self._set_running(False)
+
+    # -- suggestion at open ------------------------------------------------------------------------
+    def suggestion(self) -> tuple[str, str] | None:
+        newer = shards_newer_than_index(self.index_path)
+        if not newer:
+            return None
+        names = ", ".join(p.name for p in newer[:3]) + (" …" if len(newer) > 3 else "")
+        warning = (f"{len(newer)} shard(s) changed after this index was written ({names}): the index may be "
+                   "stale. The full audit re-reads the shards and lists what no longer matches.")
+        return warning, "Run the audit"
+
+    def act_on_suggestion(self) -> None:
+        self.start(full=True)
 
     # -- running ------------------------------------------------------------------------------------
     def _set_running(self, running: bool) -> None:

@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
+from app.views.formats.taridx.plots_controls import RowPicker, select_rows
 from app.views.panels import FormatPanel
 from app.views.preview_widgets.theme import series_colour, style_plot
 from app.workers import JobWorker
 from itarcore.document import Document
 from itarcore.progress import CancelToken, ProgressCallback, ProgressReporter
+from itarcore.rowpass import iter_row_chunks
 
 N_SIZE_BINS = 66  # bin 0: empty payloads; bin k >= 1: sizes in [2**(k-1), 2**k)
-CHUNK = 1 << 20  # rows per bincount pass: bincount holds the GIL, so keep each call short
+CHUNK = 1 << 18  # rows per bincount pass: bincount holds the GIL, so keep each call short (and cancel quick)
 
 
 @dataclass
@@ -47,19 +50,30 @@ def bin_edges(k: int) -> tuple[int, int]:
     return (0, 1) if k == 0 else (1 << (k - 1), 1 << k)
 
 
-def compute_fold_stats(rows: np.ndarray, n_ext: int, progress: ProgressCallback | None = None,
+def _row_chunks(source: Any, progress: ProgressCallback | None, cancel: CancelToken | None):
+    """Chunks of an index (pages released behind the pass, ``itarcore.rowpass``) or of a rows array."""
+    if hasattr(source, "release_rows"):
+        yield from (part for _, part in iter_row_chunks(source, CHUNK, progress=progress, cancel=cancel))
+        return
+    reporter = ProgressReporter(progress, len(source), unit="rows", cancel=cancel)
+    for start in range(0, len(source), CHUNK):
+        yield source[start:start + CHUNK]
+        reporter.update(min(len(source), start + CHUNK))
+
+
+def compute_fold_stats(source: Any, n_ext: int, progress: ProgressCallback | None = None,
                        cancel: CancelToken | None = None) -> FoldStats:
     """Per-extension size histogram and per-shard totals from rows with fields extid, fid, size.
 
-    Shards are counted up to the highest fid seen (fid is u16, so at most 65,536 bins).
+    ``source`` is a TaridxIndex (the GUI: chunked, cancel checked and pages released
+    between chunks) or a rows array. Shards are counted up to the highest fid seen
+    (fid is u16, so at most 65,536 bins).
     """
-    n = len(rows)
+    n = int(source.n_rows) if hasattr(source, "release_rows") else len(source)
     hist = np.zeros(max(n_ext, 1) * N_SIZE_BINS, dtype=np.int64)
     per_rows = np.zeros(1 << 16, dtype=np.int64)
     per_bytes = np.zeros(1 << 16, dtype=np.int64)
-    reporter = ProgressReporter(progress, n, unit="rows", cancel=cancel)
-    for start in range(0, n, CHUNK):
-        chunk = rows[start:start + CHUNK]
+    for chunk in _row_chunks(source, progress, cancel):
         ext = np.clip(chunk["extid"].astype(np.int64), 0, max(n_ext, 1) - 1)
         fid = chunk["fid"].astype(np.int64)
         size = chunk["size"]
@@ -70,7 +84,6 @@ def compute_fold_stats(rows: np.ndarray, n_ext: int, progress: ProgressCallback 
         high = (size.astype(np.uint64) >> np.uint64(24)).astype(np.float64)
         per_bytes += np.bincount(fid, weights=low, minlength=per_bytes.size).astype(np.int64)
         per_bytes += np.bincount(fid, weights=high, minlength=per_bytes.size).astype(np.int64) << 24
-        reporter.update(min(n, start + CHUNK))
     used = np.flatnonzero(per_rows)
     n_shards = int(used[-1]) + 1 if len(used) else 0
     return FoldStats(hist.reshape(max(n_ext, 1), N_SIZE_BINS)[:n_ext], per_rows[:n_shards], per_bytes[:n_shards], n)
@@ -121,23 +134,38 @@ class PlotsPanel(FormatPanel):
         self.stats: FoldStats | None = None
         self._worker: JobWorker | None = None
 
-        self.status = QLabel("Statistics are computed when this panel is first shown.")
+        n_rows = int(self.dataset.n_rows)
+        self.status = QLabel(f"Open this panel to count the sizes of {n_rows:,} rows per extension and shard.")
+        self.status.setWordWrap(True)
         self.log_counts = QCheckBox("Log count axis")
         self.log_counts.toggled.connect(self._set_log_counts)
         top = QHBoxLayout()
         top.addWidget(self.status, 1)
         top.addWidget(self.log_counts)
+        self.picker = RowPicker(self)
+        self.picker.pickRequested.connect(self._pick_rows)
+        self.picker.rangeChanged.connect(self._show_size_region)
+        self.picker.shardChanged.connect(self._show_shard)
+        self._pick_worker: JobWorker | None = None
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(4, 4, 4, 4)
         self._layout.addLayout(top)
+        self._layout.addWidget(self.picker)
         self.hist_plot: pg.PlotWidget | None = None  # built on first show: three plots cost ~30 ms at open
+        self.rows_plot: pg.PlotWidget | None = None
+        self.bytes_plot: pg.PlotWidget | None = None
+        self._pending: FoldStats | None = None  # counts that arrived before the plots were all built
         self._closed = False
 
     def _build_plots(self) -> None:
+        """The frame now; each plot in its own event-loop turn (a PlotWidget costs 20-40 ms to create)."""
         self.hist_plot = pg.PlotWidget(axisItems={"bottom": SizeAxis("bottom")})
         self.hist_plot.setTitle("Payload sizes per extension")
         self.hist_plot.setLabel("left", "rows")
         self.hist_plot.setLabel("bottom", "payload size (log₂ bins)")
+        self.size_region = pg.LinearRegionItem(movable=False)  # the picker's size range
+        self.size_region.setZValue(-10)
+        self._style(self.hist_plot)
         # the legend sits beside the plot, never over the bars
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
@@ -149,21 +177,7 @@ class PlotsPanel(FormatPanel):
         legend_scroll.setFrameShape(QFrame.Shape.NoFrame)
         legend_scroll.setMinimumWidth(150)
         legend_scroll.setMaximumWidth(240)
-        self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
-        self.rows_plot.setTitle("Rows per shard")
-        self.rows_plot.setLabel("bottom", "shard (fid)")
-        self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
-        self.bytes_plot.setTitle("Payload bytes per shard")
-        self.bytes_plot.setLabel("bottom", "shard (fid)")
-        for plot in (self.hist_plot, self.rows_plot, self.bytes_plot):
-            style_plot(plot, self)
-            plot.showGrid(x=False, y=True, alpha=0.15)
-            plot.setMouseEnabled(x=True, y=False)
-            plot.setMenuEnabled(False)
-
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.rows_plot)
-        bottom.addWidget(self.bytes_plot)
+        self._bottom = QSplitter(Qt.Orientation.Horizontal)
         hist_box = QWidget()
         hist_layout = QHBoxLayout(hist_box)
         hist_layout.setContentsMargins(0, 0, 0, 0)
@@ -171,21 +185,46 @@ class PlotsPanel(FormatPanel):
         hist_layout.addWidget(legend_scroll)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(hist_box)
-        split.addWidget(bottom)
+        split.addWidget(self._bottom)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         self._layout.addWidget(split, 1)
         self._set_log_counts(self.log_counts.isChecked())
+        QTimer.singleShot(0, self, self._build_shard_plots)
+
+    def _build_shard_plots(self) -> None:
+        if self.rows_plot is None:
+            self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
+            self.rows_plot.setTitle("Rows per shard")
+            self.rows_plot.setLabel("bottom", "shard (fid)")
+            self._style(self.rows_plot)
+            self._bottom.addWidget(self.rows_plot)
+            QTimer.singleShot(0, self, self._build_shard_plots)
+            return
+        self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
+        self.bytes_plot.setTitle("Payload bytes per shard")
+        self.bytes_plot.setLabel("bottom", "shard (fid)")
+        self._style(self.bytes_plot)
+        self._bottom.addWidget(self.bytes_plot)
+        if self._pending is not None:  # the counts came first
+            stats, self._pending = self._pending, None
+            self._show_stats(stats)
+
+    def _style(self, plot: pg.PlotWidget) -> None:
+        style_plot(plot, self)
+        plot.showGrid(x=False, y=True, alpha=0.15)
+        plot.setMouseEnabled(x=True, y=False)
+        plot.setMenuEnabled(False)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # a dock is shown for a moment while it is added and tabified: decide once events settle
-        QTimer.singleShot(0, self._start_if_visible)
+        QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         if self.stats is None and self._worker is None and not self._closed:  # drawn: its tab is in front
-            QTimer.singleShot(0, self._start_if_visible)
+            QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def _start_if_visible(self) -> None:
         if not self.visibleRegion().isEmpty() and self.stats is None and self._worker is None and not self._closed:
@@ -195,16 +234,16 @@ class PlotsPanel(FormatPanel):
         """(Re)compute the statistics in a worker."""
         if self._worker is not None:
             return
-        if self.hist_plot is None:
-            self._build_plots()
-        rows = self.dataset.index.rows
-        self.status.setText(f"Counting {len(rows):,} rows…")
-        worker = JobWorker(compute_fold_stats, rows, len(self.extensions))
+        index = self.dataset.index
+        self.status.setText(f"Counting {index.n_rows:,} rows…")
+        worker = JobWorker(compute_fold_stats, index, len(self.extensions))
         worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._show_stats)
         worker.errored.connect(self._on_error)
         worker.finished.connect(self._worker_finished)
         self._worker = worker.start()
+        if self.hist_plot is None:
+            self._build_plots()  # while the worker counts
 
     def _on_progress(self, p) -> None:
         self.status.setText(f"Counting rows… {p.fraction:.0%}")
@@ -215,8 +254,10 @@ class PlotsPanel(FormatPanel):
     def shutdown(self) -> None:
         """Cancel without waiting: the pass stops at its next chunk, closing never waits for it."""
         self._closed = True
-        if self._worker is not None and self._worker.stop():
-            self._worker = None
+        for worker in (self._worker, self._pick_worker):
+            if worker is not None:
+                worker.detach()  # never emits into this closing panel
+        self._worker = self._pick_worker = None
 
     def _worker_finished(self) -> None:
         self._worker = None
@@ -224,9 +265,14 @@ class PlotsPanel(FormatPanel):
     def _show_stats(self, stats: FoldStats) -> None:
         if self._closed:
             return
+        if self.bytes_plot is None:
+            self._pending = stats
+            return
         self.stats = stats
         self._draw_histogram(stats)
         self._draw_shards(stats)
+        self.picker.set_stats(stats.size_hist.sum(axis=0), stats.rows_per_shard,
+                              [self.dataset.shard_name(i) for i in range(len(stats.rows_per_shard))])
         total = int(stats.bytes_per_shard.sum())
         self.status.setText(f"{stats.n_rows:,} rows · {len(self.extensions)} extensions · "
                             f"{len(stats.rows_per_shard)} shards · {human_size(total)} of payloads")
@@ -234,6 +280,7 @@ class PlotsPanel(FormatPanel):
 
     def _draw_histogram(self, stats: FoldStats) -> None:
         self.hist_plot.clear()
+        self.hist_plot.addItem(self.size_region)
         self.legend.clear()
         entries = []
         used = np.nonzero(stats.size_hist.sum(axis=0))[0]
@@ -270,6 +317,40 @@ class PlotsPanel(FormatPanel):
             names += f"\n… {len(x) - 40:,} more"
         self.rows_plot.setToolTip(names)
         self.bytes_plot.setToolTip(names)
+
+    # -- picking rows ---------------------------------------------------------------------------
+    def _pick_rows(self, size_low: int, size_high: int, fid: int, label: str) -> None:
+        if self._pick_worker is not None:
+            return
+        self.picker.show_button.setEnabled(False)
+        worker = JobWorker(select_rows, self.dataset.index, size_low, size_high, None if fid < 0 else fid)
+        worker.progressed.connect(lambda p: self.status.setText(f"Finding rows with {label}… {p.fraction:.0%}"))
+        worker.returned.connect(lambda rows: self._picked(rows, label))
+        worker.errored.connect(self._on_error)
+        worker.finished.connect(self._pick_finished)
+        self._pick_worker = worker.start()
+
+    def _picked(self, rows: np.ndarray, label: str) -> None:
+        self.status.setText(f"{len(rows):,} rows with {label}")
+        self.filterRows.emit("rows", rows, label)
+
+    def _pick_finished(self) -> None:
+        self._pick_worker = None
+        self.picker.show_button.setEnabled(True)
+
+    def _show_size_region(self, lo_bin: int, hi_bin: int) -> None:
+        if self.hist_plot is not None:
+            self.size_region.setRegion((lo_bin - 1, hi_bin))  # bin k spans [k-1, k) on the x axis
+
+    def _show_shard(self, fid: int) -> None:
+        if self.hist_plot is None or self.stats is None:
+            return
+        for plot in (self.rows_plot, self.bytes_plot):
+            for item in plot.getPlotItem().items:
+                if isinstance(item, pg.BarGraphItem):
+                    brushes = [pg.mkBrush(series_colour(1) if i == fid else series_colour(0))
+                               for i in range(len(self.stats.rows_per_shard))]
+                    item.setOpts(brushes=brushes)
 
     def _set_log_counts(self, on: bool) -> None:
         if self.hist_plot is not None:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListView,
+    QPushButton,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -30,7 +31,9 @@ from app.workers import JobWorker
 from itarcore.document import Document
 from itarcore.errors import ItarError
 
-WINDOW = 1_000_000  # list entries shown at once: 1M × ~20 px stays far below Qt's 2³¹-pixel limit
+# list entries shown at once: QListView lays out every entry of its model on the GUI thread
+# (~6 us each), so the window stays small and re-bases around the current sample
+WINDOW = 5_000
 NAME_BATCH = 64  # names resolved per tar-header read burst
 NAME_CACHE_LIMIT = 200_000
 
@@ -109,8 +112,19 @@ class SamplesPanel(FormatPanel):
         self.prev_button.clicked.connect(self.previous_sample)
         self.next_button.clicked.connect(self.next_sample)
         self.position = QLabel()
-        self.message = QLabel("Samples are grouped when this panel is first shown.")
+        n_rows = int(self.dataset.n_rows)
+        self.message = QLabel(f"Open this panel to group {n_rows:,} rows into samples.")
         self.message.setWordWrap(True)
+        # grouping is a pass over every row: started when the panel is first shown, or again from here
+        self.start_button = QPushButton("Start", toolTip=f"Group {n_rows:,} rows into samples now")
+        self.start_button.clicked.connect(self._start_grouping)
+        self.cancel_button = QPushButton("Cancel", toolTip="Stop grouping (Start resumes from the beginning)")
+        self.cancel_button.clicked.connect(self.cancel_grouping)
+        self.cancel_button.hide()
+        note = QHBoxLayout()
+        note.addWidget(self.message, 1)
+        note.addWidget(self.start_button)
+        note.addWidget(self.cancel_button)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.prev_button)
@@ -132,54 +146,83 @@ class SamplesPanel(FormatPanel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
-        layout.addWidget(self.message)
+        layout.addLayout(note)
         layout.addWidget(split, 1)
 
+        # next/previous work wherever focus is in the window: stepping selects the sample's rows in the
+        # grid, which takes focus, and the next N must still step (a line edit keeps its typed letters)
+        self._step_shortcuts = []
         for keys, slot in (("Alt+Right", self.next_sample), ("N", self.next_sample),
-                           ("Alt+Left", self.previous_sample), ("P", self.previous_sample),
-                           ("Ctrl+F", self.search.setFocus)):
+                           ("Alt+Left", self.previous_sample), ("P", self.previous_sample)):
             shortcut = QShortcut(QKeySequence(keys), self, slot)
-            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+            self._step_shortcuts.append(shortcut)
+        find = QShortcut(QKeySequence("Ctrl+F"), self, self.search.setFocus)
+        find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self._set_navigation_enabled(False)
         self._closed = False
+        self._opened = False  # the user has looked at this panel (grouping started once)
 
     # -- grouping --------------------------------------------------------------------
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # a dock is shown for a moment while it is added and tabified: decide once events settle
-        QTimer.singleShot(0, self._start_if_visible)
+        QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
-        if self.groups is None and self._worker is None and not self._closed:  # drawn: its tab is in front
-            QTimer.singleShot(0, self._start_if_visible)
+        if not self._opened and not self._closed:  # drawn: its tab is in front
+            QTimer.singleShot(0, self, self._start_if_visible)  # dropped if deleted
 
     def _start_if_visible(self) -> None:
         # grouping passes over every row: only when the user first looks at this tab, never at open
-        if not self.visibleRegion().isEmpty() and self.groups is None and self._worker is None and not self._closed:
+        # (once: after a cancel, Start is the user's to press)
+        if not self.visibleRegion().isEmpty() and not self._opened and not self._closed:
+            self._opened = True
             self._start_grouping()
 
     def _start_grouping(self) -> None:
-        self.message.setText("Grouping rows into samples…")
-        worker = JobWorker(self.dataset.compute_samples)
+        if self._worker is not None or self.groups is not None or self._closed:
+            return
+        self.message.setText(f"Grouping {int(self.dataset.n_rows):,} rows into samples…")
+        worker = JobWorker(_group_and_check_shards, self.dataset)
         worker.progressed.connect(self._on_progress)  # bound slots: dropped by Qt if this panel is deleted
         worker.returned.connect(self._on_groups)
         worker.errored.connect(self._on_error)
+        worker.cancelled.connect(self._on_cancelled)
         worker.finished.connect(self._on_worker_finished)
         self._worker = worker.start()
+        self._show_running(True)
+
+    def cancel_grouping(self) -> None:
+        if self._worker is not None:
+            self._worker.quit()
+
+    def _show_running(self, running: bool) -> None:
+        self.start_button.setVisible(not running and self.groups is None)
+        self.cancel_button.setVisible(running)
 
     def _on_progress(self, p: Any) -> None:
-        self.message.setText(f"Grouping rows into samples… {p.fraction:.0%}")
+        building = getattr(self.dataset, "key_index_state", "none") == "building"
+        what = "Building the key index" if building else "Grouping rows into samples"
+        self.message.setText(f"{what}… {p.fraction:.0%}")
+        self.statusNote.emit("Stem lookups use a scan while the key index builds" if building else "")
 
     def _on_error(self, exc: BaseException) -> None:
         self.message.setText(f"Could not group rows into samples: {exc}")
 
+    def _on_cancelled(self) -> None:
+        self.message.setText(f"Grouping cancelled. Start groups {int(self.dataset.n_rows):,} rows into samples.")
+
     def _on_worker_finished(self) -> None:
         self._worker = None
+        self.statusNote.emit("")
+        self._show_running(False)
 
-    def _on_groups(self, groups: Any) -> None:
+    def _on_groups(self, result: tuple[Any, list[str]]) -> None:
         if self._closed:
             return
+        groups, missing = result
         self.groups = groups
         self.model = SampleListModel(self.dataset, groups, self)
         self.list.setModel(self.model)
@@ -188,7 +231,6 @@ class SamplesPanel(FormatPanel):
         text = f"{groups.n_samples:,} samples over {n_rows:,} rows."
         if groups.n_samples > WINDOW:
             text += f" The list shows {WINDOW:,} at a time around the current sample."
-        missing = list(getattr(self.dataset, "missing_shards", []) or [])
         if missing:
             text += f" {len(missing)} shard(s) missing: their members cannot be shown."
         self.message.setText(text)
@@ -200,7 +242,9 @@ class SamplesPanel(FormatPanel):
     def shutdown(self) -> None:
         """Cancel without waiting: closing a document never waits for a grouping pass."""
         self._closed = True
-        if self._worker is not None and self._worker.stop():
+        self._set_navigation_enabled(False)
+        if self._worker is not None:
+            self._worker.detach()  # never emits into this closing panel
             self._worker = None
         self.cards.shutdown()
 
@@ -286,8 +330,15 @@ class SamplesPanel(FormatPanel):
         self.cards.show_sample(header, rows, names, exts, sizes, self.dataset.read_payload)
 
     def _set_navigation_enabled(self, on: bool) -> None:
-        for w in (self.search, self.prev_button, self.next_button):
+        for w in (self.search, self.prev_button, self.next_button, *self._step_shortcuts):
             w.setEnabled(on)
+
+
+def _group_and_check_shards(dataset: Any, progress: Any = None, cancel: Any = None) -> tuple[Any, list[str]]:
+    """The worker's job: samples, then the missing shards they refer to (both passes over every row)."""
+    groups = dataset.compute_samples(progress=progress, cancel=cancel)
+    dataset.referenced_fids(cancel=cancel)  # chunked here, so the GUI thread's question below is free
+    return groups, list(dataset.missing_shards)
 
 
 def _row_span(rows: np.ndarray) -> str:

@@ -1,0 +1,160 @@
+"""The TARIDX header and its two tables, parsed with ``struct`` alone (no numpy).
+
+``itarcore info`` needs only these, so it starts without importing numpy; the full
+reader (:mod:`itarcore.formats.taridx`) validates the same way through this module.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+
+from ..errors import FormatError, TruncatedError, VersionError
+
+MAGIC = b"TARIDX"
+MAJOR, MINOR = 1, 0
+HEADER_SIZE, RECORD_SIZE = 64, 32
+FLAG_CONTIGUOUS = 0x01
+HEADER_STRUCT = struct.Struct("<8sHHHHQQIIQQB7s")
+assert HEADER_STRUCT.size == HEADER_SIZE
+
+HEADER_FIELD_TYPES = {
+    "magic": "S8", "major": "u16", "minor": "u16", "rec_size": "u16", "hdr_size": "u16", "n_stems": "u64",
+    "n_rows": "u64", "n_ext": "u32", "n_crash": "u32", "off_crash": "u64", "off_arr": "u64", "flags": "u8",
+    "reserved": "u8[7]",
+}
+_FIELD_SIZES = {"S8": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8, "u8[7]": 7}
+
+
+def _layout() -> list[tuple[str, str, int, int]]:
+    out, offset = [], 0
+    for name, typ in HEADER_FIELD_TYPES.items():
+        out.append((name, typ, offset, _FIELD_SIZES[typ]))
+        offset += _FIELD_SIZES[typ]
+    return out
+
+
+FIELD_LAYOUT = _layout()
+FIELD_OFFSETS = {name: off for name, _, off, _ in FIELD_LAYOUT}
+
+
+@dataclass(frozen=True)
+class TaridxHeader:
+    magic: bytes
+    major: int
+    minor: int
+    rec_size: int
+    hdr_size: int
+    n_stems: int
+    n_rows: int
+    n_ext: int
+    n_crash: int
+    off_crash: int
+    off_arr: int
+    flags: int
+    reserved: bytes = bytes(7)
+
+    @property
+    def contiguous(self) -> bool:
+        return bool(self.flags & FLAG_CONTIGUOUS)
+
+    def as_dict(self) -> dict[str, object]:
+        """The spec's field names, JSON-ready (magic as text, reserved left out)."""
+        return {name: (self.magic.decode("ascii", "replace") if name == "magic" else getattr(self, name))
+                for name in HEADER_FIELD_TYPES if name != "reserved"}
+
+    @staticmethod
+    def field_layout() -> list[tuple[str, str, int, int]]:
+        """(name, type, offset, size) for every header field."""
+        return list(FIELD_LAYOUT)
+
+
+def parse_header(path: str, head: bytes, size: int) -> TaridxHeader:
+    """Validate the 64-byte header of a ``size``-byte file against the file size."""
+    if size < HEADER_SIZE or len(head) < HEADER_SIZE:
+        raise TruncatedError(path, "header", 0, "file shorter than the header",
+                             expected=f"{HEADER_SIZE} bytes", found=f"{size} bytes")
+    fields = HEADER_STRUCT.unpack_from(head, 0)
+    if fields[0] != MAGIC.ljust(8, b"\0"):
+        raise VersionError(path, "magic", 0, "not a TARIDX file", expected=MAGIC.ljust(8, b"\0"), found=fields[0])
+    header = TaridxHeader(fields[0].rstrip(b"\0"), *fields[1:])
+    at = FIELD_OFFSETS
+    if header.major != MAJOR:
+        raise VersionError(path, "major", at["major"], "unsupported major version", expected=MAJOR,
+                           found=header.major)
+    if header.hdr_size != HEADER_SIZE:
+        raise FormatError(path, "hdr_size", at["hdr_size"], "", expected=HEADER_SIZE, found=header.hdr_size)
+    if header.rec_size != RECORD_SIZE:
+        raise FormatError(path, "rec_size", at["rec_size"], "", expected=RECORD_SIZE, found=header.rec_size)
+    if not HEADER_SIZE <= header.off_crash <= size:
+        raise FormatError(path, "off_crash", at["off_crash"], "crash block offset outside the file",
+                          expected=f"{HEADER_SIZE}..{size}", found=header.off_crash)
+    if not header.off_crash <= header.off_arr <= size:
+        raise FormatError(path, "off_arr", at["off_arr"], "row array offset outside the file or before the "
+                          "crash block", expected=f"{header.off_crash}..{size}", found=header.off_arr)
+    region = size - header.off_arr
+    if region % RECORD_SIZE:
+        raise TruncatedError(path, "rows", header.off_arr, "row region is not a whole number of 32-byte records",
+                             expected=f"a multiple of {RECORD_SIZE} bytes", found=f"{region} bytes")
+    if header.n_rows != region // RECORD_SIZE:
+        raise FormatError(path, "n_rows", at["n_rows"], "row count disagrees with the file size",
+                          expected=region // RECORD_SIZE, found=header.n_rows)
+    if header.n_stems > header.n_rows:
+        raise FormatError(path, "n_stems", at["n_stems"], "more stems than rows",
+                          expected=f"<= {header.n_rows}", found=header.n_stems)
+    if header.n_ext > 65536:  # extid is u16
+        raise FormatError(path, "n_ext", at["n_ext"], "more extensions than a u16 extid can address",
+                          expected="<= 65536", found=header.n_ext)
+    return header
+
+
+def split_block(raw: bytes, count: int, path: str, field: str, offset: int) -> list[str]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, field, offset + exc.start, "block is not valid UTF-8") from None
+    if count == 0:
+        if raw:
+            raise FormatError(path, field, offset, "block not empty but count is 0", expected=0, found=len(raw))
+        return []
+    items = text.split("\n")  # n == 1 and an empty block gives [''], as NOTES.md requires
+    if len(items) != count:
+        count_field = "n_ext" if field == "extensions" else "n_crash"
+        raise FormatError(path, field, offset, f"entry count disagrees with {count_field}",
+                          expected=count, found=len(items))
+    return items
+
+
+def parse_tables(path: str, header: TaridxHeader, data: bytes | mmap.mmap) -> tuple[list[str], list[str]]:
+    """(extensions, crash stems) from ``data``, the file's bytes up to at least ``off_arr``."""
+    extensions = split_block(bytes(data[HEADER_SIZE : header.off_crash]), header.n_ext, path, "extensions",
+                             HEADER_SIZE)
+    crash_stems = split_block(bytes(data[header.off_crash : header.off_arr]), header.n_crash, path, "crash_stems",
+                              header.off_crash)
+    return extensions, crash_stems
+
+
+@dataclass(frozen=True)
+class TaridxSummary:
+    """What ``info`` shows: the header and the tables; no row is read."""
+
+    path: str
+    header: TaridxHeader
+    extensions: list[str]
+    crash_stems: list[str]
+
+    @property
+    def n_rows(self) -> int:
+        return self.header.n_rows
+
+
+def read_taridx_summary(path: str | os.PathLike[str]) -> TaridxSummary:
+    """Header and tables of a .taridx, validated as :func:`~itarcore.formats.taridx.read_taridx` does, rows unread."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(HEADER_SIZE)
+        header = parse_header(path, head, size)
+        data = head + fh.read(header.off_arr - HEADER_SIZE)
+    return TaridxSummary(path, header, *parse_tables(path, header, data))
