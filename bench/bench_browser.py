@@ -3,6 +3,14 @@
     python bench/bench_browser.py            # 10M and 100M rows (writes ~3.5 GB to a temp dir, then deletes it)
     python bench/bench_browser.py --quick    # 1M rows, a smoke run for CI
     python bench/bench_browser.py --rows 10000000   # one size
+    python bench/bench_browser.py --huge     # adds 1B rows: a 32 GB index (needs the disk space and ~30 min)
+
+Each size is opened cold (the index dropped from the page cache with posix_fadvise
+DONTNEED) for the open and first-paint rows; the other rows run warm. Stem lookups are
+timed by a scan and through the key index (itarcore.keyindex, built first in the
+background as the GUI does); the sort rows time the first sorted screen (the grid's
+first window) and the full order swapped in later, while a 5 ms timer records the
+longest stall of the GUI thread.
 
 Each index holds real random rows (written in chunks with numpy), so sorting and
 masking do real work; no shards exist, so previews are measured on a separate JPEG.
@@ -54,6 +62,13 @@ def write_index(path: Path, n_rows: int, seed: int = 0) -> None:
             fh.write(rows.tobytes())
 
 
+def drop_from_page_cache(path: Path) -> None:
+    """Make the next read of ``path`` cold (what a user sees after copying or downloading a file)."""
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -71,9 +86,36 @@ def wait(app, cond, timeout: float = 300.0) -> None:
         time.sleep(0.001)
 
 
-def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
-    from PySide6.QtCore import QElapsedTimer, QTimer
+class StallMeter:
+    """A 5 ms QTimer: the longest gap between ticks is the longest the GUI thread did not answer."""
 
+    def __init__(self) -> None:
+        from PySide6.QtCore import QElapsedTimer, QTimer
+
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self._tick)
+        self.max_ms = 0.0
+        self.last = 0
+
+    def _tick(self) -> None:
+        now = self.clock.nsecsElapsed()
+        self.max_ms = max(self.max_ms, (now - self.last) / 1e6)
+        self.last = now
+
+    def start(self) -> None:
+        self.clock.start()
+        self.last = self.clock.nsecsElapsed()
+        self.timer.start()
+
+    def stop(self) -> float:
+        self._tick()
+        self.timer.stop()
+        return self.max_ms
+
+
+def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     from app.views.main_window import MainWindow
 
     out: dict[str, str] = {}
@@ -81,6 +123,7 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     w.resize(1440, 900)
     w.show()
     app.processEvents()
+    drop_from_page_cache(path)
     rss0 = rss_mb()
     opened: list[str] = []
     w.documentOpened.connect(opened.append)
@@ -89,40 +132,48 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     wait(app, lambda: bool(opened))
     tab = w.tabs_by_name["rows"]
     tab.grid.view.viewport().repaint()
-    out["open → first paint"] = f"{(time.perf_counter() - t0) * 1000:.0f} ms"
+    wait(app, lambda: not tab.model.fetching)  # the stems of the first screen (no shards: the crash table)
+    out["open → first paint (cold)"] = f"{(time.perf_counter() - t0) * 1000:.0f} ms"
     out["RSS growth"] = f"{rss_mb() - rss0:.0f} MB"
 
+    ds = w.document.source
+    scans = []
+    for _ in range(2):  # the first scan reads the cold file from disk, the second the page cache
+        t = time.perf_counter()
+        rows = ds.lookup_stem(NEEDLE)
+        scans.append(time.perf_counter() - t)
+        assert ds.key_index is None and rows.tolist() == [n_rows * 2 // 3]
+    out["stem lookup, scan"] = f"{scans[1] * 1000:.0f} ms warm ({scans[0] * 1000:.0f} ms cold)"
     t = time.perf_counter()
-    rows = tab.table.lookup(NEEDLE)
-    out["exact stem lookup"] = f"{(time.perf_counter() - t) * 1000:.0f} ms ({len(rows)} row)"
-    assert int(rows[0]) == n_rows * 2 // 3
+    ds.build_key_index()
+    build_s = time.perf_counter() - t
+    times = []
+    for _ in range(20):
+        t = time.perf_counter()
+        rows = ds.lookup_stem(NEEDLE)
+        times.append(time.perf_counter() - t)
+    assert ds.key_index_state == "ready" and rows.tolist() == [n_rows * 2 // 3]
+    out["stem lookup, key index"] = f"{np.median(times) * 1e6:.0f} µs (built in {build_s:.1f} s, background)"
 
     # sort by size in the worker while a 5 ms QTimer measures the event loop's longest stall
-    gaps: list[float] = []
-    clock = QElapsedTimer()
-    clock.start()
-    last = [clock.nsecsElapsed()]
-
-    def tick() -> None:
-        now = clock.nsecsElapsed()
-        gaps.append((now - last[0]) / 1e6)
-        last[0] = now
-
-    timer = QTimer()
-    timer.setInterval(5)
-    timer.timeout.connect(tick)
     applied: list[int] = []
     tab.viewApplied.connect(lambda: applied.append(1))
-    timer.start()
+    meter = StallMeter()
+    meter.start()
     t = time.perf_counter()
     tab.sort_by("Size")
+    wait(app, lambda: tab.counting or bool(applied), timeout=600)
+    tab.grid.view.viewport().repaint()
+    first_s = time.perf_counter() - t
     wait(app, lambda: bool(applied), timeout=600)
     sort_s = time.perf_counter() - t
-    timer.stop()
+    stall = meter.stop()
     sizes = tab.table.column("Size").values
     first, last_row = tab.model.source_row(0), tab.model.source_row(tab.model.n_view - 1)
     assert sizes[first] == sizes.min() and sizes[last_row] == sizes.max()
-    out["sort by size"] = f"{sort_s:.2f} s, max GUI stall {max(gaps, default=0):.0f} ms"
+    out["first sorted screen (by size)"] = f"{first_s * 1000:.0f} ms"
+    out["full sort (background)"] = f"{sort_s:.1f} s"
+    out["max GUI stall while sorting"] = f"{stall:.0f} ms"
 
     model, grid = tab.model, tab.grid
     idx = [model.index(r, c) for r in range(min(model.rowCount(), 2000)) for c in range(model.columnCount())
@@ -180,6 +231,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1M rows only")
     parser.add_argument("--rows", type=int, nargs="+", metavar="N", help="index sizes to measure (default 10M 100M)")
+    parser.add_argument("--huge", action="store_true",
+                        help="add 1B rows (a 32 GB index in the temp dir; checks the free space first)")
     parser.add_argument("--no-panels", action="store_true",
                         help="leave out the format panels (samples, plots): measures the format-neutral window alone")
     args = parser.parse_args()
@@ -195,8 +248,15 @@ def main() -> int:
     quiet_offscreen_noise()
     app = QApplication.instance() or QApplication([])
     sizes = args.rows or ([1_000_000] if args.quick else [10_000_000, 100_000_000])
+    if args.huge:
+        sizes.append(1_000_000_000)
     results: dict[int, dict[str, str]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="itar-bench-"))
+    os.environ.setdefault("ITARCORE_CACHE_DIR", str(tmp / "cache"))  # key indexes go with the temp files
+    need = max(sizes) * ROW_DT.itemsize * 1.2  # the index plus its key index
+    if shutil.disk_usage(tmp).free < need:
+        print(f"not enough free space in {tmp} for {max(sizes):,} rows ({need / 1e9:.0f} GB)", file=sys.stderr)
+        return 1
     try:
         for n in sizes:
             path = tmp / f"bench{n // 1_000_000}m.taridx"
@@ -209,10 +269,12 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     preview = bench_preview(app)
-    targets = {"open → first paint": "< 1 s at 100M", "RSS growth": "< 100 MB at 100M",
-               "exact stem lookup": "< 200 ms at 100M", "sort by size": "< 2 s at 10M, stall < 50 ms",
-               "data() call": "—", "full-viewport paint": "—"}
-    heads = [f"{n // 1_000_000}M rows" for n in sizes]
+    targets = {"open → first paint (cold)": "< 1 s", "RSS growth": "< 150 MB",
+               "stem lookup, scan": "< 200 ms", "stem lookup, key index": "< 1 ms",
+               "first sorted screen (by size)": "< 1 s", "full sort (background)": "< 5 s",
+               "max GUI stall while sorting": "< 50 ms", "data() call": "—", "full-viewport paint": "—"}
+    heads = [f"{n // 1_000_000:,}M rows" for n in sizes]
+    print("Targets are the issue-15 figures for 100M rows (1B: the same, as far as the disk allows).")
     print(f"| What | {' | '.join(heads)} | Target |")
     print("|---|" + "---|" * len(heads) + "---|")
     for what, target in targets.items():

@@ -4,6 +4,11 @@ Pure numpy (no Qt), so it runs in a worker and is tested without a view. A
 :class:`RowFilter` says which source rows pass; a :class:`SortKey` orders them.
 ``compute_view_rows`` returns the view → source row mapping, or ``None`` for the
 identity (no filter, no sort), so a 200M-row table costs no index array at all.
+
+Both steps answer early, as DB Browser for SQLite does: a filter reports its first
+matches while it goes on counting, and a sort reports its first window (see
+:mod:`app.models.sorting`) before the full order. ``compute_view`` passes these early
+answers to ``partial``; its return value is always the complete answer.
 """
 from __future__ import annotations
 
@@ -13,10 +18,20 @@ from typing import Any
 
 import numpy as np
 
+from app.models.sorting import SortKey, first_window, full_order
 from itarcore.document import Table
 from itarcore.progress import CancelToken, Progress
 
 CHUNK = 4_000_000  # rows per masking step: bounded temporaries, regular cancel/progress points
+NAME_CHUNK = 4096  # lazy values (e.g. stems read from tar headers) fetched per step of a substring search
+FIRST = 1000  # rows an early answer holds: several screens
+TWO_STEP_ROWS = 1_000_000  # sorts of fewer rows answer in one step (the full sort is quick)
+
+# partial(kind, rows, n_total): "matches" = the first matches so far (count unknown);
+# "head" = the first window of a sort of n_total rows
+Partial = Callable[[str, np.ndarray, "int | None"], None]
+
+__all__ = ["RowFilter", "SortKey", "compute_view", "compute_view_rows", "filter_rows", "sort_rows"]
 
 
 @dataclass
@@ -35,12 +50,6 @@ class RowFilter:
         return bool(self.enums or self.ranges or self.substring or self.rows is not None or self.key)
 
 
-@dataclass(frozen=True)
-class SortKey:
-    column: str
-    descending: bool = False
-
-
 def _numpy_column(table: Table, title: str) -> np.ndarray:
     values = table.column(title).values
     if not isinstance(values, np.ndarray):
@@ -48,13 +57,15 @@ def _numpy_column(table: Table, title: str) -> np.ndarray:
     return values
 
 
-def filter_rows(table: Table, flt: RowFilter, resolved: Callable[[str], dict[int, Any]] | None = None,
+def filter_rows(table: Table, flt: RowFilter,
                 progress: Callable[[Progress], None] | None = None,
-                cancel: CancelToken | None = None) -> np.ndarray | None:
+                cancel: CancelToken | None = None,
+                on_first: Callable[[np.ndarray], None] | None = None, first: int = FIRST) -> np.ndarray | None:
     """Source rows passing ``flt`` in ascending order, or None when nothing filters.
 
-    ``resolved(title)`` gives the values of a lazy column already fetched for display
-    ({source row: value}); a substring filter on a lazy column searches only those.
+    A substring of a lazy column (stems read from tar headers) reads the values of every
+    candidate row, in chunks, so no match is missed. ``on_first`` gets the first ``first``
+    matches as soon as they are known, while the rest are still being counted.
     """
     if not flt.active:
         return None
@@ -68,20 +79,37 @@ def filter_rows(table: Table, flt: RowFilter, resolved: Callable[[str], dict[int
             raise ValueError(f"table '{table.name}' has no key lookup")
         hits = np.unique(np.asarray(table.lookup(flt.key), dtype=np.int64))
         base = hits if base is None else np.intersect1d(base, hits, assume_unique=True)
+    lazy_text: tuple[str, str] | None = None
     if flt.substring is not None and flt.substring[1]:
         title, text = flt.substring
-        hits = _substring_rows(table, title, text.lower(), resolved)
-        base = hits if base is None else np.intersect1d(base, hits, assume_unique=True)
+        if table.column(title).lazy:
+            lazy_text = (title, text.lower())  # searched last, over the rows the cheap conditions leave
+        else:
+            hits = _substring_rows(table, title, text.lower())
+            base = hits if base is None else np.intersect1d(base, hits, assume_unique=True)
     conditions = [(title, "enum", codes) for title, codes in flt.enums.items()]
     conditions += [(title, "range", lohi) for title, lohi in flt.ranges.items()]
+    early = on_first if lazy_text is None else None
     if not conditions:
-        return base if base is not None else np.arange(n, dtype=np.int64)
-    if base is not None:  # few candidates: test just them
+        rows = base
+    elif base is not None:  # few candidates: test just them
         keep = np.ones(len(base), dtype=bool)
         for title, how, arg in conditions:
             keep &= _condition(_numpy_column(table, title)[base], how, arg)
-        return base[keep]
+        rows = base[keep]
+    else:
+        rows = _mask_chunks(table, conditions, progress, cancel, early, first)
+    if lazy_text is not None:
+        rows = _lazy_substring_rows(table, lazy_text[0], lazy_text[1], rows, progress, cancel, on_first, first)
+    return rows if rows is not None else np.arange(n, dtype=np.int64)
+
+
+def _mask_chunks(table: Table, conditions: list, progress: Callable[[Progress], None] | None,
+                 cancel: CancelToken | None, on_first: Callable[[np.ndarray], None] | None,
+                 first: int) -> np.ndarray:
+    n = table.n_rows
     parts: list[np.ndarray] = []
+    found = 0
     for start in range(0, n, CHUNK):
         if cancel is not None:
             cancel.raise_if_cancelled()
@@ -90,8 +118,11 @@ def filter_rows(table: Table, flt: RowFilter, resolved: Callable[[str], dict[int
         for title, how, arg in conditions:
             keep &= _condition(_numpy_column(table, title)[start:stop], how, arg)
         parts.append(np.flatnonzero(keep) + start)
+        if on_first is not None and found < first <= found + len(parts[-1]) and stop < n:
+            on_first(np.concatenate(parts)[:first])
+        found += len(parts[-1])
         if progress is not None:
-            progress(Progress(stop, n, "rows", message="filtering"))
+            progress(Progress(stop, n, "rows", message="counting matches"))
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
@@ -107,13 +138,8 @@ def _condition(values: np.ndarray, how: str, arg: Any) -> np.ndarray:
     return keep
 
 
-def _substring_rows(table: Table, title: str, needle: str,
-                    resolved: Callable[[str], dict[int, Any]] | None) -> np.ndarray:
+def _substring_rows(table: Table, title: str, needle: str) -> np.ndarray:
     col = table.column(title)
-    if col.lazy:
-        known = resolved(title) if resolved is not None else {}
-        rows = [row for row, value in known.items() if needle in str(value).lower()]
-        return np.unique(np.asarray(rows, dtype=np.int64))
     values = col.values
     if col.kind == "enum" and col.labels is not None:
         codes = [i for i, label in enumerate(col.labels) if needle in str(label).lower()]
@@ -122,39 +148,60 @@ def _substring_rows(table: Table, title: str, needle: str,
     return np.flatnonzero(np.char.find(text, needle) >= 0).astype(np.int64)
 
 
+def _lazy_substring_rows(table: Table, title: str, needle: str, candidates: np.ndarray | None,
+                         progress: Callable[[Progress], None] | None, cancel: CancelToken | None,
+                         on_first: Callable[[np.ndarray], None] | None, first: int) -> np.ndarray:
+    """Rows among ``candidates`` (None = all) whose lazy value contains ``needle``: every value is read."""
+    resolve = table.column(title).values
+    total = table.n_rows if candidates is None else len(candidates)
+    hits: list[int] = []
+    reported = False
+    for start in range(0, total, NAME_CHUNK):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        stop = min(total, start + NAME_CHUNK)
+        rows = np.arange(start, stop, dtype=np.int64) if candidates is None else candidates[start:stop]
+        values = resolve(rows)  # type: ignore[operator]
+        hits.extend(r for r, v in zip(rows.tolist(), values) if v is not None and needle in str(v).lower())
+        if on_first is not None and not reported and len(hits) >= first and stop < total:
+            on_first(np.asarray(hits[:first], dtype=np.int64))
+            reported = True
+        if progress is not None:
+            progress(Progress(stop, total, "names", message=f"reading {title.lower()} names"))
+    return np.asarray(hits, dtype=np.int64)
+
+
 def sort_rows(table: Table, key: SortKey, rows: np.ndarray | None,
               cancel: CancelToken | None = None) -> np.ndarray:
     """``rows`` (None = all) reordered by ``key``; ties keep their order (stable) both ways."""
-    col = table.column(key.column)
-    values = _numpy_column(table, key.column)
-    subset = values if rows is None else values[rows]
-    if col.kind == "enum" and col.labels is not None:
-        # order enums by their label, not their code: rank each code by its label
-        rank = np.empty(len(col.labels), dtype=np.int64)
-        rank[np.argsort(np.asarray([str(s) for s in col.labels]), kind="stable")] = np.arange(len(col.labels))
-        subset = rank[np.clip(subset, 0, len(col.labels) - 1)]
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    if key.descending:
-        # stable descending: sort the reversed array, then map back and reverse
-        n = len(subset)
-        order = (n - 1) - np.argsort(subset[::-1], kind="stable")[::-1]
-    else:
-        order = np.argsort(subset, kind="stable")
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    order = order.astype(np.int64, copy=False)
-    return order if rows is None else rows[order]
+    return full_order(table, key, rows, cancel=cancel)
 
 
 def compute_view_rows(table: Table, flt: RowFilter, key: SortKey | None,
-                      resolved: Callable[[str], dict[int, Any]] | None = None,
                       progress: Callable[[Progress], None] | None = None,
                       cancel: CancelToken | None = None) -> np.ndarray | None:
     """View → source mapping for ``flt`` then ``key``; None means the identity."""
-    rows = filter_rows(table, flt, resolved, progress, cancel)
-    if key is not None:
-        if progress is not None:
-            progress(Progress(0, 1, "steps", message=f"sorting by {key.column}"))
-        rows = sort_rows(table, key, rows, cancel)
-    return rows
+    return compute_view(table, flt, key, progress=progress, cancel=cancel)
+
+
+def compute_view(table: Table, flt: RowFilter, key: SortKey | None, partial: Partial | None = None,
+                 first: int = FIRST, two_step_rows: int = TWO_STEP_ROWS,
+                 progress: Callable[[Progress], None] | None = None,
+                 cancel: CancelToken | None = None) -> np.ndarray | None:
+    """The view rows for ``flt`` then ``key`` (None = identity), with early answers to ``partial``.
+
+    Without a sort, the first ``first`` matches go to ``partial("matches", ...)`` while counting
+    goes on. With one, the filter finishes first, then (from ``two_step_rows`` rows up) the
+    sort's first window goes to ``partial("head", rows, n_total)`` before the full order.
+    """
+    on_first = None
+    if partial is not None and key is None:
+        def on_first(rows: np.ndarray) -> None:
+            partial("matches", rows, None)
+    rows = filter_rows(table, flt, progress, cancel, on_first, first)
+    if key is None:
+        return rows
+    n_sorted = table.n_rows if rows is None else len(rows)
+    if partial is not None and n_sorted >= two_step_rows:
+        partial("head", first_window(table, key, rows, first, cancel), n_sorted)
+    return full_order(table, key, rows, progress=progress, cancel=cancel)

@@ -5,6 +5,13 @@ ViTables, the model exposes a sliding window of at most ``WINDOW`` rows of the
 *view* (the filtered and sorted rows); ``TableGrid`` maps a custom scrollbar over
 the full range onto it. View rows map to source rows through ``view_rows``
 (None = identity, so an unfiltered 200M-row table costs no index array).
+
+While a sort is still ordering the rows, only the first rows of the new order are
+known (``view_rows`` is shorter than ``n_view``): the rest show empty until the full
+order arrives. With ``fetch_in_background`` set (the grid sets it), lazy values that
+are not cached yet are read by a worker and painted when they arrive, so a costly
+resolver (per-extension counts over 100M rows, names on a cold disk) never runs on the
+GUI thread while painting; ``value``/``text`` stay synchronous for copy and export.
 """
 from __future__ import annotations
 
@@ -13,11 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QThreadPool, Signal
 
+from app.workers import JobWorker
 from itarcore.document import Column, Table
 
-WINDOW = 100_000
+WINDOW = 20_000  # rows Qt sees: its headers do O(window) work on every layout change
 LAZY_CACHE_LIMIT = 500_000  # resolved lazy values kept (and searchable by the substring filter)
 
 _NUMERIC = {"int", "hex", "size", "float"}
@@ -25,17 +33,26 @@ _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 _ROOT = QModelIndex()
 Index = QModelIndex | QPersistentModelIndex
+PENDING = "…"  # a lazy value being read in the background
+# Qt enums looked up once: an enum operation in Python costs microseconds, and paint calls these per cell
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_HORIZONTAL = Qt.Orientation.Horizontal
+_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 
 class WindowedTableModel(QAbstractTableModel):
     windowMoved = Signal(int)  # new window start (view row)
     viewChanged = Signal()  # filter or sort changed the view rows
+    lazyFetched = Signal()  # background lazy values arrived and were painted
 
     def __init__(self, table: Table, window: int = WINDOW, parent: Any = None) -> None:
         super().__init__(parent)
         self.table = table
         self.window = window
         self.view_rows: np.ndarray | None = None
+        self._n_pending: int | None = None  # n_view while view_rows holds only the first rows of an order
         self.window_start = 0
         self.lazy_chunk = 64  # lazy values fetched per miss; the grid sets it to a viewport of rows
         # formatter, alignment and source chosen once per column, never per cell
@@ -45,6 +62,12 @@ class WindowedTableModel(QAbstractTableModel):
         self._lazy: dict[int, OrderedDict[int, Any]] = {
             i: OrderedDict() for i, c in enumerate(self._columns) if c.lazy
         }
+        self.fetch_in_background = False
+        self.cell_tooltips = False  # the grid turns on tooltips with the full value of each cell
+        self._fetching: dict[int, set[int]] = {i: set() for i in self._lazy}  # source rows being read
+        self._fetch_pool: QThreadPool | None = None  # one private thread: never queued behind a long sort
+        self._fetch_workers: dict[int, JobWorker] = {}  # running reads by serial number
+        self._fetch_serial = 0
 
     @staticmethod
     def _formatter(col: Column) -> Callable[[Any], str]:
@@ -63,6 +86,13 @@ class WindowedTableModel(QAbstractTableModel):
     # ---- view rows and the window -------------------------------------------------
     @property
     def n_view(self) -> int:
+        if self._n_pending is not None:
+            return self._n_pending
+        return self.table.n_rows if self.view_rows is None else len(self.view_rows)
+
+    @property
+    def n_known(self) -> int:
+        """View rows whose source row is known (fewer than n_view while a sort finishes)."""
         return self.table.n_rows if self.view_rows is None else len(self.view_rows)
 
     @property
@@ -70,11 +100,16 @@ class WindowedTableModel(QAbstractTableModel):
         return max(0, min(self.window, self.n_view - self.window_start))
 
     def source_row(self, view_row: int) -> int:
-        return int(view_row if self.view_rows is None else self.view_rows[view_row])
+        """The source row at ``view_row``; -1 while a sort has not placed it yet."""
+        if self.view_rows is None:
+            return int(view_row)
+        return int(self.view_rows[view_row]) if view_row < len(self.view_rows) else -1
 
     def source_rows(self, view_rows: np.ndarray) -> np.ndarray:
         view_rows = np.asarray(view_rows, dtype=np.int64)
-        return view_rows if self.view_rows is None else self.view_rows[view_rows]
+        if self.view_rows is None:
+            return view_rows
+        return self.view_rows[view_rows[view_rows < len(self.view_rows)]]
 
     def view_row_of(self, source_row: int) -> int | None:
         """Where a source row sits in the view, or None if the filter hides it."""
@@ -95,18 +130,44 @@ class WindowedTableModel(QAbstractTableModel):
         self.windowMoved.emit(start)
         return True
 
-    def set_view_rows(self, rows: np.ndarray | None) -> None:
-        """Apply a filter/sort result (computed in a worker)."""
-        new_n = self.table.n_rows if rows is None else len(rows)
+    def set_view_rows(self, rows: np.ndarray | None, n_view: int | None = None) -> None:
+        """Show a new filter/sort result (computed in a worker) from its top.
+
+        ``n_view`` > len(rows) means ``rows`` are the first rows of an order still being computed.
+        """
+        pending = n_view if rows is not None and n_view is not None and n_view > len(rows) else None
+        new_n = pending if pending is not None else (self.table.n_rows if rows is None else len(rows))
         if min(self.window, new_n) == self.window_rows:
             # same row count: a layout change keeps the view's scroll and header state
             self.layoutAboutToBeChanged.emit()
-            self.view_rows, self.window_start = rows, 0
+            self.view_rows, self._n_pending, self.window_start = rows, pending, 0
             self.layoutChanged.emit()
         else:
             self.beginResetModel()
-            self.view_rows, self.window_start = rows, 0
+            self.view_rows, self._n_pending, self.window_start = rows, pending, 0
             self.endResetModel()
+        self.viewChanged.emit()
+
+    def continue_view_rows(self, rows: np.ndarray | None, n_view: int | None = None) -> None:
+        """Replace the view rows by an answer that *continues* the shown one, keeping scroll and selection.
+
+        The shown rows are a prefix of ``rows`` (a filter's first matches, a sort's first window),
+        so every view row already on screen keeps its source row.
+        """
+        before = self.window_rows
+        self.view_rows = rows
+        self._n_pending = n_view if rows is not None and n_view is not None and n_view > len(rows) else None
+        self.window_start = max(0, min(self.window_start, self.n_view - self.window))
+        after = self.window_rows
+        if after > before:
+            self.beginInsertRows(_ROOT, before, after - 1)
+            self.endInsertRows()
+        elif after < before:
+            self.beginRemoveRows(_ROOT, after, before - 1)
+            self.endRemoveRows()
+        if after:
+            self.dataChanged.emit(self.index(0, 0), self.index(after - 1, self.columnCount() - 1))
+            self.headerDataChanged.emit(Qt.Orientation.Vertical, 0, after - 1)
         self.viewChanged.emit()
 
     # ---- lazy values --------------------------------------------------------------
@@ -120,20 +181,72 @@ class WindowedTableModel(QAbstractTableModel):
     def _lazy_value(self, col: int, view_row: int) -> Any:
         cache = self._lazy[col]
         src = self.source_row(view_row)
+        if src < 0:
+            return None
         if src in cache:
             return cache[src]
-        # fetch the rows around this one in one call (what the viewport is about to paint)
+        rows = self._rows_around(view_row)
+        self._store(col, rows, _resolve(self._columns[col], rows))
+        return cache.get(src)
+
+    def _rows_around(self, view_row: int) -> np.ndarray:
+        """The source rows from ``view_row`` on that the viewport is about to paint: one call for all."""
         stop = min(self.n_view, view_row + self.lazy_chunk)
-        rows = self.source_rows(np.arange(view_row, stop, dtype=np.int64))
-        try:
-            values = self._columns[col].values(rows)  # type: ignore[operator]
-        except Exception as exc:  # noqa: BLE001 - a bad row must not break painting
-            values = [f"⚠ {exc}"] * len(rows)
+        return self.source_rows(np.arange(view_row, stop, dtype=np.int64))
+
+    def _store(self, col: int, rows: np.ndarray, values: list[Any]) -> None:
+        cache = self._lazy[col]
         for r, v in zip(rows.tolist(), values):
             cache[r] = v
         while len(cache) > LAZY_CACHE_LIMIT:
             cache.popitem(last=False)
-        return cache.get(src)
+
+    def _display_lazy(self, col: int, view_row: int) -> str:
+        """The painted text of a lazy cell: cached, or read by a worker (PENDING meanwhile)."""
+        src = self.source_row(view_row)
+        if src < 0:
+            return ""
+        cache = self._lazy[col]
+        if src in cache:
+            value = cache[src]
+            return "" if value is None else self._formatters[col](value)
+        if src not in self._fetching[col]:
+            rows = np.asarray([r for r in self._rows_around(view_row).tolist()
+                               if r not in cache and r not in self._fetching[col]], dtype=np.int64)
+            self._fetch(col, rows)
+        return PENDING
+
+    def _fetch(self, col: int, rows: np.ndarray) -> None:
+        self._fetching[col].update(rows.tolist())
+        if self._fetch_pool is None:
+            self._fetch_pool = QThreadPool(self)
+            self._fetch_pool.setMaxThreadCount(1)
+        self._fetch_serial += 1
+        worker = JobWorker(_resolve_job, self._fetch_serial, col, self._columns[col], rows, pass_progress=False)
+        # a bound slot of this QObject: Qt drops the delivery if the model is deleted first (a closed file)
+        worker.returned.connect(self._fetched)
+        self._fetch_workers[self._fetch_serial] = worker
+        worker.start(self._fetch_pool)
+
+    def _fetched(self, result: tuple[int, int, np.ndarray, list[Any]]) -> None:
+        serial, col, rows, values = result
+        self._fetch_workers.pop(serial, None)
+        self._fetching[col].difference_update(rows.tolist())
+        self._store(col, rows, values)
+        if self.window_rows:
+            self.dataChanged.emit(self.index(0, col), self.index(self.window_rows - 1, col))
+        self.lazyFetched.emit()
+
+    @property
+    def fetching(self) -> bool:
+        return bool(self._fetch_workers)
+
+    def stop_fetching(self) -> None:
+        """Wait for the background reads (each is one screen of values) before the document closes."""
+        for worker in list(self._fetch_workers.values()):
+            worker.quit()
+            worker.done_event.wait(30)
+        self._fetch_workers.clear()
 
     def value(self, view_row: int, col: int) -> Any:
         """Raw value at a view row (not limited to the window)."""
@@ -142,6 +255,8 @@ class WindowedTableModel(QAbstractTableModel):
         return self._columns[col].values[self.source_row(view_row)]  # type: ignore[index]
 
     def text(self, view_row: int, col: int) -> str:
+        if self.source_row(view_row) < 0:
+            return ""
         value = self.value(view_row, col)
         return "" if value is None else self._formatters[col](value)
 
@@ -152,27 +267,47 @@ class WindowedTableModel(QAbstractTableModel):
     def columnCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._columns)
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.text(self.window_start + index.row(), index.column())
-        if role == Qt.ItemDataRole.TextAlignmentRole:
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
+        if role == _DISPLAY:
+            view_row, col = self.window_start + index.row(), index.column()
+            if self.fetch_in_background and col in self._lazy:
+                return self._display_lazy(col, view_row)
+            return self.text(view_row, col)
+        if role == _ALIGN:
             return self._align[index.column()]
+        if role == _TOOLTIP and self.cell_tooltips:
+            # the whole value, for a cell too narrow to show it
+            return self.data(index) or None
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal:
-            if role == Qt.ItemDataRole.DisplayRole:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:
+        if orientation == _HORIZONTAL:
+            if role == _DISPLAY:
                 return self._columns[section].title
-            if role == Qt.ItemDataRole.ToolTipRole:
+            if role == _TOOLTIP:
                 col = self._columns[section]
-                sortable = "" if col.lazy else "\nClick to sort."
+                sortable = "\n(read on demand: cannot be sorted)" if col.lazy else "\nClick to sort."
                 return (col.tooltip or col.title) + sortable
             return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return str(self.source_row(self.window_start + section))
-        if role == Qt.ItemDataRole.TextAlignmentRole:
+        if role == _DISPLAY:
+            src = self.source_row(self.window_start + section)
+            return str(src) if src >= 0 else PENDING
+        if role == _TOOLTIP and self.source_row(self.window_start + section) < 0:
+            return "Still sorting: this part of the order is not known yet."
+        if role == _ALIGN:
             return _RIGHT
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _FLAGS
+
+
+def _resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tuple[int, int, np.ndarray, list[Any]]:
+    return serial, col, rows, _resolve(column, rows)
+
+
+def _resolve(column: Column, rows: np.ndarray) -> list[Any]:
+    try:
+        return list(column.values(rows))  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001 - a bad row must not break painting
+        return [f"⚠ {exc}"] * len(rows)

@@ -74,8 +74,9 @@ class FilterBar(QWidget):
             lazy = table.column(self.text_column).lazy
             self.substring = self._line_edit(f"{self.text_column} contains…", "substring", 150)
             self.substring.setToolTip(
-                f"Case-insensitive substring of {self.text_column}"
-                + (" among names already shown (they are read on demand)" if lazy else ""))
+                f"Case-insensitive substring of {self.text_column}, spaces included"
+                + (" (every row's name is read in the background; the count says when it is complete)"
+                   if lazy else ""))
             lay.addWidget(self.substring)
 
         self.key = None
@@ -156,15 +157,22 @@ class FilterBar(QWidget):
             lo, hi = parse_size(self.range_min.text()), parse_size(self.range_max.text())
             if lo is not None or hi is not None:
                 flt.ranges[self.range_column] = (lo, hi)
-        if self.substring is not None and self.substring.text().strip():
-            flt.substring = (self.text_column or "", self.substring.text().strip())
+        if self.substring is not None and self.substring.text():
+            # as typed: a stem may hold spaces, so none are trimmed
+            flt.substring = (self.text_column or "", self.substring.text())
         if self.key is not None and self.key.text().strip():
             flt.key = self.key.text().strip()
         if self._drill is not None:
             flt.rows, flt.rows_label = self._drill
         return flt
 
-    def set_count(self, shown: int, total: int, busy: str = "") -> None:
-        text = f"{shown:,} of {total:,} rows" if shown != total else f"{total:,} rows"
+    def set_count(self, shown: int, total: int, busy: str = "", at_least: bool = False, note: str = "") -> None:
+        """``at_least``: ``shown`` are the matches found so far, the rest are still being counted."""
+        if at_least:
+            text = f"≥ {shown:,} rows (counting…)"
+        else:
+            text = f"{shown:,} of {total:,} rows" if shown != total else f"{total:,} rows"
+        if note:
+            text = f"{text} ({note})"
         self.count_label.setText(f"{busy}… {text}" if busy else text)
         self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

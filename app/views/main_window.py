@@ -195,9 +195,9 @@ class MainWindow(QMainWindow):
         tab.failed.connect(lambda msg, t=tab: self._tab_failed(t, msg))
         tab.exported.connect(lambda p, n: self.status.show_message(f"Wrote {n:,} rows to {p}"))
         tab.viewApplied.connect(lambda t=tab: self.status.set_rows(t.model.n_view, t.table.n_rows))
-        if table.drill is not None:
-            tab.grid.view.clicked.connect(lambda idx, t=tab: self._drill(t, t.model.window_start + idx.row()))
-            tab.grid.view.activated.connect(lambda idx, t=tab: self._drill(t, t.model.window_start + idx.row()))
+        tab.viewPartial.connect(self.status.rows_label.setText)  # "≥ N rows (counting…)"
+        if table.drill is not None:  # double-click or Enter drills down; a single click only selects
+            tab.grid.rowActivated.connect(lambda view_row, t=tab: self._drill(t, view_row))
 
     def _add_panels(self, doc: Document) -> None:
         for cls in panels_for(doc):
@@ -369,10 +369,16 @@ class MainWindow(QMainWindow):
         if table.drill is None or view_row >= tab.model.n_view:
             return
         source = tab.model.source_row(view_row)
-        target, rows = table.drill(source)
+        if source < 0:
+            return
         label_col = next((c for c in range(len(table.columns)) if table.columns[c].kind in ("text", "enum")), 0)
         label = f"{table.name}: {tab.model.text(view_row, label_col)}"
-        self.filter_rows(target, np.asarray(rows, dtype=np.int64), label)
+        # finding a drill's rows is a pass over every row (an extension, a stem): in a worker
+        worker = JobWorker(table.drill, source, pass_progress=False)
+        worker.returned.connect(
+            lambda result, lb=label: self.filter_rows(result[0], np.asarray(result[1], dtype=np.int64), lb))
+        worker.errored.connect(lambda exc: self.status.show_message(describe_error(self.path, exc)))
+        self._run_job(worker, f"Finding the rows of {label}")
 
     def select_rows(self, table_name: str, rows: object) -> None:
         """A panel's request: select ``rows`` in that table's grid (clearing a filter that hides them)."""

@@ -4,21 +4,35 @@ The inner view only ever holds ``WINDOW`` rows (so it stays far below Qt's 2**31
 pixel limit). Its own vertical scrollbar is hidden; the visible one spans all view
 rows. Moving it, the wheel or the keyboard near the window's edges slides the model's
 window, the way ViTables does.
+
+A header click sorts (as in DB Browser for SQLite: ascending, descending, then the
+file's order); it never selects a column, and a column that cannot be sorted keeps
+the arrow where it was. Column widths follow the rows on screen (they only grow, and
+never override a width the user dragged, which is remembered in the settings); a cell
+too narrow for its value shows it whole in a tooltip. Double-click or Enter on a row
+emits ``rowActivated`` (a drill-down), a single click only selects.
 """
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QScrollBar, QTableView, QWidget
 
 from app.models.windowed_table_model import WindowedTableModel
+from app.views.settings import app_settings
+
+MAX_AUTO_WIDTH = 420  # px: a longer value shows whole in its tooltip
 
 
 class _InnerView(QTableView):
     jumpRequested = Signal(int)  # view row; -1 means the last one
+    enterPressed = Signal()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.currentIndex().isValid():
+            self.enterPressed.emit()
+            return
         ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
         if ctrl and event.key() == Qt.Key.Key_Home:
             self.jumpRequested.emit(0)
@@ -36,6 +50,8 @@ class TableGrid(QWidget):
     currentRowChanged = Signal(int)  # source row, -1 for none
     selectionCountChanged = Signal(int)
     sortRequested = Signal(str, bool)  # column title, descending
+    sortCleared = Signal()  # back to the file's row order
+    rowActivated = Signal(int)  # view row double-clicked or Entered
 
     def __init__(self, model: WindowedTableModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,6 +64,13 @@ class TableGrid(QWidget):
         self._syncing = False
         self._current: int | None = None  # current view row (global), survives window moves
         self._sort: tuple[int, bool] | None = None
+        self._sizing = False  # widths set by the grid itself, not dragged by the user
+        self._settings = app_settings()
+        self._user_widths: set[int] = set()
+        self._measure_timer = QTimer(self, singleShot=True, interval=30)
+        self._measure_timer.timeout.connect(self.fit_visible_columns)
+        model.fetch_in_background = True
+        model.cell_tooltips = True
         self._setup_view()
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -63,7 +86,15 @@ class TableGrid(QWidget):
             lambda *_: self.selectionCountChanged.emit(len(self.selected_view_rows())))
         model.modelReset.connect(self._on_view_changed)
         model.layoutChanged.connect(self._on_view_changed)
-        self.view.horizontalHeader().sectionClicked.connect(self._on_header_clicked)
+        model.viewChanged.connect(self._update_scrollbar)
+        for signal in (model.viewChanged, model.windowMoved, model.lazyFetched, self.scrollbar.valueChanged):
+            signal.connect(lambda *_: self._measure_timer.start())
+        hh = self.view.horizontalHeader()
+        hh.sortIndicatorChanged.connect(self._on_sort_indicator)
+        hh.sectionResized.connect(self._on_section_resized)
+        self.view.doubleClicked.connect(lambda idx: self.rowActivated.emit(self.model.window_start + idx.row()))
+        self.view.enterPressed.connect(
+            lambda: self.rowActivated.emit(self.model.window_start + self.view.currentIndex().row()))
 
     def _setup_view(self) -> None:
         v = self.view
@@ -86,6 +117,11 @@ class TableGrid(QWidget):
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
         hh.setHighlightSections(False)
+        # Qt's own sorting mode stops header presses from selecting a whole column (100,000 rows on a
+        # big index); the model's sort() is Qt's no-op, the tab sorts in a worker instead
+        hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        hh.setSortIndicatorClearable(True)
+        v.setSortingEnabled(True)
         self._size_columns()
 
     def _size_columns(self) -> None:
@@ -102,7 +138,47 @@ class TableGrid(QWidget):
                 continue
             for r in range(sample):
                 width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
-            self.view.setColumnWidth(c, min(width, 420))
+            self._set_width(c, min(width, MAX_AUTO_WIDTH))
+        for c, col in enumerate(self.model.table.columns):
+            saved = self._settings.value(self._width_key(col.title))
+            if saved is not None and int(saved) > 0:
+                self._set_width(c, int(saved))
+                self._user_widths.add(c)
+
+    def _width_key(self, title: str) -> str:
+        return f"grid/{self.model.table.name}/{title}/width"
+
+    def _set_width(self, column: int, width: int) -> None:
+        self._sizing = True
+        try:
+            self.view.setColumnWidth(column, width)
+        finally:
+            self._sizing = False
+
+    def _on_section_resized(self, column: int, _old: int, new: int) -> None:
+        if self._sizing or not self.view.horizontalHeader().isVisible():
+            return
+        if column == self.model.columnCount() - 1 and self.view.horizontalHeader().stretchLastSection():
+            return  # the last column stretches with the window: not the user's choice
+        self._user_widths.add(column)
+        self._settings.setValue(self._width_key(self.model.table.columns[column].title), int(new))
+
+    def fit_visible_columns(self) -> None:
+        """Widen columns whose values on screen are cut (after a sort, a jump, a scroll); cheap: one page."""
+        m = self.model
+        if not m.window_rows:
+            return
+        fm = self.view.fontMetrics()
+        top = max(0, self.view.verticalScrollBar().value())
+        stop = min(m.window_rows, top + self.page_rows + 1)
+        for c in range(m.columnCount()):
+            if c in self._user_widths:
+                continue
+            widest = max((fm.horizontalAdvance(str(m.data(m.index(r, c)) or "")) for r in range(top, stop)),
+                         default=0)
+            want = min(widest + 16, MAX_AUTO_WIDTH)
+            if want > self.view.columnWidth(c):
+                self._set_width(c, want)
 
     # ---- scrolling --------------------------------------------------------------------
     @property
@@ -237,6 +313,7 @@ class TableGrid(QWidget):
 
     def _on_view_changed(self) -> None:
         self._current = None
+        self._measure_timer.start()
         self._syncing = True
         self.view.verticalScrollBar().setValue(0)
         self._syncing = False
@@ -244,20 +321,40 @@ class TableGrid(QWidget):
         self.currentRowChanged.emit(-1)
 
     # ---- sorting and copying -------------------------------------------------------------
-    def _on_header_clicked(self, section: int) -> None:
-        col = self.model.table.columns[section]
-        if col.lazy:
+    def _on_sort_indicator(self, section: int, order: Qt.SortOrder) -> None:
+        """A header click moved Qt's sort arrow: sort, clear the sort, or put an unsortable column's arrow back."""
+        if section < 0:
+            self._sort = None
+            self.sortCleared.emit()
             return
-        descending = self._sort is not None and self._sort[0] == section and not self._sort[1]
+        col = self.model.table.columns[section]
+        if col.lazy:  # read on demand: it cannot be sorted, and the arrow stays with the real order
+            self._show_indicator(self._sort)
+            return
+        descending = order == Qt.SortOrder.DescendingOrder
         self._sort = (section, descending)
-        hh = self.view.horizontalHeader()
-        hh.setSortIndicatorShown(True)
-        hh.setSortIndicator(section, Qt.SortOrder.DescendingOrder if descending else Qt.SortOrder.AscendingOrder)
         self.sortRequested.emit(col.title, descending)
 
+    def _show_indicator(self, sort: tuple[int, bool] | None) -> None:
+        hh = self.view.horizontalHeader()
+        hh.blockSignals(True)
+        try:
+            if sort is None:
+                hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+            else:
+                hh.setSortIndicator(sort[0], Qt.SortOrder.DescendingOrder if sort[1] else Qt.SortOrder.AscendingOrder)
+        finally:
+            hh.blockSignals(False)
+        hh.viewport().update()
+
+    def show_sort_indicator(self, title: str | None, descending: bool = False) -> None:
+        """Put the arrow on column ``title`` (None: no arrow) without sorting anything."""
+        titles = [c.title for c in self.model.table.columns]
+        self._sort = (titles.index(title), descending) if title in titles else None
+        self._show_indicator(self._sort)
+
     def clear_sort_indicator(self) -> None:
-        self._sort = None
-        self.view.horizontalHeader().setSortIndicatorShown(False)
+        self.show_sort_indicator(None)
 
     def selection_tsv(self) -> str:
         """The selected cells as tab-separated text; whole selected rows get a header line."""

@@ -146,8 +146,11 @@ def test_drill_from_entries_filters_to_the_member_row(qtbot, window):
     view = entries.grid.view
     rect = view.visualRect(entries.model.index(2, 0))
     members = window.tabs_by_name[target]
+    # a single click only selects (issue 16, item 7); a double-click drills down
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert window.current_tab() is entries and entries.grid.current_source_row() == 2
     with qtbot.waitSignal(members.viewApplied, timeout=10_000):
-        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert window.current_tab() is members
     assert members.model.n_view == 1 and members.grid.current_source_row() == int(rows[0])
     assert window.status.selection_label.text() == f"{target} row {int(rows[0])}"
@@ -343,8 +346,10 @@ def test_taridx_extension_drill_and_crash_stem_search(qtbot, window):
     window.tabs.setCurrentWidget(exts)
     name = exts.model.text(0, 1)
     view = exts.grid.view
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(exts.model.index(0, 1)).center())
+    assert window.current_tab() is exts  # a single click only selects (issue 16, item 7)
     with qtbot.waitSignal(rows_tab.viewApplied, timeout=10_000):
-        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(exts.model.index(0, 1)).center())
+        qtbot.keyClick(view, Qt.Key.Key_Return)  # Enter drills down
     truth = [i for i, (_, m, _) in enumerate(members) if stem_ext(m.name)[1] == name]
     assert window.current_tab() is rows_tab
     assert [rows_tab.model.source_row(i) for i in range(rows_tab.model.n_view)] == truth

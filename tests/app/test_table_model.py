@@ -88,11 +88,20 @@ def test_filter_by_enum_range_and_key_match_numpy_truth():
     assert filter_rows(table, RowFilter()) is None
 
 
-def test_substring_on_lazy_column_searches_only_resolved_names():
-    table, _ = make_table()
-    resolved = {0: "sample00000", 1: "sample00000", 40: "sample00013", 41: "sample00013"}
-    got = filter_rows(table, RowFilter(substring=("stem", "00013")), resolved={"stem": resolved}.get)
-    assert got.tolist() == [40, 41]  # row 39 is also sample00013 but was never resolved
+def test_substring_on_lazy_column_reads_every_name_and_reports_first_matches_early():
+    resolver = StemResolver()
+    table, _ = make_table(resolver)
+    first: list[np.ndarray] = []
+    got = filter_rows(table, RowFilter(substring=("stem", "PLE0001")), on_first=first.append, first=5)
+    # every row's name was read, though none was ever shown: no false negatives, case-insensitive
+    assert sorted(set(resolver.asked)) == list(range(N))
+    truth = [r for r in range(N) if "ple0001" in f"sample{r // 3:05d}"]
+    assert got.tolist() == truth and len(truth) == 30  # sample00010 … sample00019
+    assert len(first) == 1 and first[0].tolist() == truth[:5]
+    # cheap conditions narrow the rows whose names are read
+    resolver.asked.clear()
+    got = filter_rows(table, RowFilter(substring=("stem", "00013"), enums={"extension": {0}}))
+    assert got.tolist() == [39] and len(resolver.asked) == len(range(0, N, 3))
 
 
 def test_sort_is_stable_both_ways():

@@ -1,0 +1,278 @@
+"""Sorting a huge table in two steps: the first screen at once, the full order in the background.
+
+Pure numpy (no Qt), so it runs in a worker and is tested without a view. Every order
+here is *stable*: rows with equal keys keep their row order, ascending and descending,
+so the first window :func:`first_window` returns is exactly the start of the full
+order :func:`full_order` returns later (the grid swaps one for the other without
+moving the user's selection).
+
+Memory stays near 16 bytes a row (the order array plus one key-sized array): keys are
+read chunk by chunk from the table's column (often a view into a memory-mapped file),
+never as copies of whole records. Where a key's range and the row count fit in 64 bits
+together, a row's key and position are packed into one uint64 ("composite"), so numpy's
+SIMD ``np.sort`` orders them stably, >10× faster than a stable ``argsort``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from itarcore.document import Table
+from itarcore.progress import CancelToken, Progress
+
+CHUNK = 1 << 21  # rows per step: bounded temporaries, regular cancel and progress points
+THREADS = 2  # numpy releases the GIL while it compares, sorts and searches: chunks go to threads
+SMALL = 1 << 20  # below this many rows one stable sort is quicker than splitting
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    descending: bool = False
+
+
+def sortable(table: Table, title: str) -> bool:
+    return not table.column(title).lazy
+
+
+class SortKeys:
+    """The order-giving key of ``rows`` (None = all rows) by ``key``, read a chunk at a time.
+
+    ``keys(i0, i1)`` gives keys of positions ``[i0, i1)`` whose ascending order is the wanted
+    order: enum codes become the rank of their label, descending integers are bit-inverted.
+    """
+
+    def __init__(self, table: Table, key: SortKey, rows: np.ndarray | None) -> None:
+        col = table.column(key.column)
+        if col.lazy:
+            raise TypeError(f"column '{key.column}' is computed on demand and cannot be sorted")
+        self.values: np.ndarray = col.values  # type: ignore[assignment]
+        self.rows = rows
+        self.n = len(self.values) if rows is None else len(rows)
+        self.descending = key.descending
+        self.rank: np.ndarray | None = None
+        if col.kind == "enum" and col.labels is not None:
+            # order enums by their label, not their code
+            labels = [str(s) for s in col.labels]
+            self.rank = np.empty(len(labels), dtype=np.int64)
+            self.rank[np.argsort(np.asarray(labels), kind="stable")] = np.arange(len(labels))
+
+    def keys(self, i0: int, i1: int) -> np.ndarray:
+        return self._order_giving(self.values[i0:i1] if self.rows is None else self.values[self.rows[i0:i1]])
+
+    def keys_at(self, pos: np.ndarray) -> np.ndarray:
+        """Keys of arbitrary positions (a sample, a bucket); safe to call from several threads."""
+        pos = np.asarray(pos, dtype=np.int64)
+        return self._order_giving(self.values[pos] if self.rows is None else self.values[self.rows[pos]])
+
+    def _order_giving(self, v: np.ndarray) -> np.ndarray:
+        if self.rank is not None:
+            v = self.rank[np.clip(v, 0, len(self.rank) - 1)]
+        if v.dtype.kind == "b":
+            v = v.astype(np.uint8)
+        if v.dtype.kind == "f":
+            v = v.astype(np.float64)
+            return -v if self.descending else v
+        return ~v if self.descending else v  # ~ reverses the order of any integer type, with no overflow
+
+    def chunks(self) -> list[tuple[int, int]]:
+        return [(i, min(self.n, i + CHUNK)) for i in range(0, self.n, CHUNK)]
+
+
+def _parallel(fn: Callable, items: list, threads: int = THREADS) -> list:
+    if len(items) <= 1 or threads <= 1:
+        return [fn(it) for it in items]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grid-sort") as pool:
+        return list(pool.map(fn, items))
+
+
+def _smallest(keys: np.ndarray, pos: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` smallest (key, position) pairs, in order."""
+    order = np.lexsort((pos, keys))[:k]
+    return keys[order], pos[order]
+
+
+def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
+                 cancel: CancelToken | None = None) -> np.ndarray:
+    """The first ``k`` rows of the stable order of ``rows`` by ``key``: source row numbers.
+
+    One pass over the key column keeps a running threshold (the k-th best key so far), so
+    only keys below it are kept; halves of the column go to two threads.
+    """
+    sk = SortKeys(table, key, rows)
+    k = max(0, min(k, sk.n))
+    if k == 0:
+        return np.zeros(0, np.int64)
+    spans = sk.chunks()
+    halves = [spans[: len(spans) // 2], spans[len(spans) // 2 :]] if len(spans) > 1 else [spans]
+
+    def best_of(chunk_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        cand_k: np.ndarray | None = None
+        cand_p = np.zeros(0, np.int64)
+        limit = None  # the k-th smallest key so far, once k candidates are known
+        for i0, i1 in chunk_spans:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            keys = sk.keys(i0, i1)
+            if limit is not None:
+                sel = np.flatnonzero(keys < limit)  # an equal key at a later row loses the tie
+            elif len(keys) > k:
+                sel = np.flatnonzero(keys <= np.partition(keys, k - 1)[k - 1])
+            else:
+                sel = np.arange(len(keys))
+            if not len(sel):
+                continue
+            new_k, new_p = keys[sel], sel.astype(np.int64) + i0
+            cand_k = new_k if cand_k is None else np.concatenate([cand_k, new_k])
+            cand_p = np.concatenate([cand_p, new_p])
+            cand_k, cand_p = _smallest(cand_k, cand_p, k)
+            if len(cand_k) == k:
+                limit = cand_k[-1]
+        if cand_k is None:
+            return np.zeros(0, sk.keys(0, 0).dtype), cand_p
+        return cand_k, cand_p
+
+    parts = _parallel(best_of, [h for h in halves if h])
+    keys = np.concatenate([p[0] for p in parts])
+    pos = np.concatenate([p[1] for p in parts])
+    _, pos = _smallest(keys, pos, k)
+    return pos if rows is None else rows[pos]
+
+
+def _key_range(sk: SortKeys, spans: list[tuple[int, int]], cancel: CancelToken | None) -> tuple[int, int] | None:
+    """(min, max) of the integer keys, or None for float keys."""
+    if sk.keys(0, 0).dtype.kind == "f":
+        return None
+
+    def span_range(span: tuple[int, int]) -> tuple[int, int]:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        keys = sk.keys(*span)
+        return int(keys.min()), int(keys.max())
+
+    ranges = _parallel(span_range, spans)
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
+               progress: Callable[[Progress], None] | None = None,
+               cancel: CancelToken | None = None, buckets: int = 16) -> np.ndarray:
+    """The complete stable order of ``rows`` (None = all) by ``key``, as source row numbers.
+
+    A sample sort: splitters from a sample cut the keys into ``buckets`` ranges; one pass
+    notes each row's bucket (one byte a row), then the buckets are gathered and sorted in
+    two threads and written side by side into the order array.
+    """
+    sk = SortKeys(table, key, rows)
+    n = sk.n
+    spans = sk.chunks()
+    key_range = _key_range(sk, spans, cancel) if n else None
+    pos_bits = max(1, int(n).bit_length())
+    composite = key_range is not None and (key_range[1] - key_range[0]).bit_length() + pos_bits <= 64
+    lo = key_range[0] if key_range is not None else 0
+
+    def ordered_keys(i0: int, i1: int, pos: np.ndarray | None = None) -> np.ndarray:
+        """Keys of positions [i0, i1) (or of ``pos``), packed with their position when composite."""
+        if pos is None:
+            raw = sk.keys(i0, i1)
+            pos = np.arange(i0, i1, dtype=np.uint64)
+        else:
+            raw = sk.keys_at(pos)
+        if not composite:
+            return raw
+        packed = (raw.astype(np.int64) - lo).astype(np.uint64) if raw.dtype.kind == "i" else \
+            raw.astype(np.uint64) - np.uint64(lo)
+        packed <<= np.uint64(pos_bits)
+        packed |= pos.astype(np.uint64)
+        return packed
+
+    def report(done: int, total: int, what: str) -> None:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if progress is not None:
+            progress(Progress(done, total, "steps", message=f"sorting by {key.column}: {what}"))
+
+    if n <= SMALL or buckets <= 1:
+        order = _sort_positions(ordered_keys(0, n), np.arange(n, dtype=np.int64), composite, pos_bits)
+        report(1, 1, "sorted")
+        return order if rows is None else rows[order]
+    if composite:
+        order = _composite_order(ordered_keys, spans, n, pos_bits, buckets, report)
+        return order if rows is None else np.take(rows, order)
+
+    sample_pos = np.unique(np.random.default_rng(n).integers(0, n, min(n, 64 * buckets * 64)))
+    sample = np.sort(ordered_keys(0, 0, sample_pos))
+    splitters = sample[(np.arange(1, buckets) * len(sample)) // buckets]
+    bucket_of = np.empty(n, dtype=np.uint8)
+    steps = len(spans) + buckets
+
+    def mark(ix: int) -> None:
+        i0, i1 = spans[ix]
+        bucket_of[i0:i1] = np.searchsorted(splitters, ordered_keys(i0, i1), side="right")
+        report(ix + 1, steps, "splitting")
+
+    _parallel(mark, list(range(len(spans))))
+    counts = np.zeros(buckets, dtype=np.int64)
+    for i0, i1 in spans:
+        counts += np.bincount(bucket_of[i0:i1], minlength=buckets)[:buckets]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    order = np.empty(n, dtype=np.int64)
+    done = [len(spans)]
+
+    def sort_bucket(b: int) -> None:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        pos = np.flatnonzero(bucket_of == b)  # ascending: ties keep their row order
+        if len(pos):
+            order[starts[b] : starts[b + 1]] = _sort_positions(ordered_keys(0, 0, pos), pos, composite, pos_bits)
+        done[0] += 1
+        report(done[0], steps, "sorting")
+
+    _parallel(sort_bucket, list(range(buckets)))
+    if rows is not None:
+        np.take(rows, order, out=order)
+    return order
+
+
+def _composite_order(ordered_keys: Callable, spans: list[tuple[int, int]], n: int, pos_bits: int,
+                     parts: int, report: Callable[[int, int, str], None]) -> np.ndarray:
+    """Packed (key, position) values sorted in place: 8 bytes a row in all.
+
+    ``np.partition`` cuts the packed array into ``parts`` ranges in place (cheap, linear);
+    the parts are then sorted by two threads, with a cancel check between parts.
+    """
+    packed = np.empty(n, dtype=np.uint64)
+    steps = len(spans) + 1 + parts
+
+    def pack(ix: int) -> None:
+        i0, i1 = spans[ix]
+        packed[i0:i1] = ordered_keys(i0, i1)
+        report(ix + 1, steps, "reading keys")
+
+    _parallel(pack, list(range(len(spans))))
+    cuts = [n * i // parts for i in range(1, parts)]
+    packed.partition(cuts)
+    bounds = [0, *cuts, n]
+    done = [len(spans) + 1]
+    report(done[0], steps, "splitting")
+
+    def sort_part(ix: int) -> None:
+        report(done[0], steps, "sorting")
+        packed[bounds[ix] : bounds[ix + 1]].sort()
+        done[0] += 1
+
+    _parallel(sort_part, list(range(parts)))
+    packed &= np.uint64((1 << pos_bits) - 1)
+    report(steps, steps, "sorted")
+    return packed.view(np.int64)
+
+
+def _sort_positions(keys: np.ndarray, pos: np.ndarray, composite: bool, pos_bits: int) -> np.ndarray:
+    """Positions ``pos`` (ascending) ordered stably by their keys."""
+    if composite:
+        keys.sort()  # unique packed values: any sort is stable
+        return (keys & np.uint64((1 << pos_bits) - 1)).astype(np.int64)
+    return pos[np.argsort(keys, kind="stable")]
