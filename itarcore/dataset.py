@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xxhash
 
-from .errors import DatasetError, MissingShardError
+from .errors import DatasetError, FormatError, MissingShardError
 from .formats.tar import NAME_LEN, decode_name, scan_tar
 from .formats.tar_fields import BLOCK, header_checksum_ok
-from .formats.taridx import TaridxIndex, read_taridx
+from .formats.taridx import RECORD_SIZE, ROW_DTYPE, TaridxIndex, read_taridx
 from .indexing.indexer import split_name
 from .keyindex import KeyIndex, build_key_index
 from .progress import CancelToken, ProgressCallback
@@ -147,10 +147,15 @@ class Dataset:
             path = self._shards.get(fid)
             if path is None:
                 raise MissingShardError(self.path, [self.shard_name(fid)])
-            with open(path, "rb") as fh:
-                if os.fstat(fh.fileno()).st_size == 0:
-                    raise DatasetError(f"{path}: shard is empty")
-                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                with open(path, "rb") as fh:
+                    if os.fstat(fh.fileno()).st_size == 0:
+                        raise DatasetError(f"{path}: shard is empty")
+                    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except FileNotFoundError:  # deleted or renamed since the fold was opened
+                raise MissingShardError(self.path, [self.shard_name(fid)]) from None
+            except OSError as exc:
+                raise DatasetError(f"{path}: cannot read the shard: {exc.strerror or exc}") from None
             self._maps[fid] = mapped
         return mapped
 
@@ -170,7 +175,12 @@ class Dataset:
         return bytes(mapped[offset + BLOCK : offset + BLOCK + size])
 
     def ext_of(self, row: int) -> str:
-        return self.extensions[int(self._check_row(row)["extid"])]
+        extid = int(self._check_row(row)["extid"])
+        if extid >= len(self.extensions):  # rows of a big index are checked later (verify), not at open
+            at = self.index.header.off_arr + row * RECORD_SIZE + ROW_DTYPE.fields["extid"][1]
+            raise FormatError(self.path, "extid", at, f"row {row}: extension id out of range",
+                              expected=f"< {len(self.extensions)}", found=extid)
+        return self.extensions[extid]
 
     def _long_names_of(self, fid: int) -> dict[int, bytes]:
         names = self._long_names.get(fid)
@@ -225,7 +235,8 @@ class Dataset:
                 out.append(decode_name(split_name(self.member_name_bytes(row))[0]))
             except DatasetError:
                 crashid = int(self.rows[row]["crashid"])
-                out.append(self.index.crash_stems[crashid - 1] if crashid else "")
+                known = 0 < crashid <= len(self.index.crash_stems)  # an unchecked row may name no crash stem
+                out.append(self.index.crash_stems[crashid - 1] if known else "")
         return out
 
     # -- stems and samples ------------------------------------------------------------------------

@@ -3,13 +3,17 @@
 Every decoder returns a :class:`Decoded`: a ``kind`` the GUI dispatches on, the
 value, and a short description ("JPEG 24×16 RGB", "float32 array (4, 5)").
 Pickle is never unpickled: it is shown as a disassembly. Pillow's
-decompression-bomb guard stays on. Undecodable data raises :class:`DecodeError`.
+decompression-bomb guard stays on. Text payloads (labels, JSON, text) never fail:
+what does not parse is shown as text, undecodable bytes replaced. Other undecodable
+data raises :class:`DecodeError`, and :func:`decode` raises nothing else, whatever a
+third-party decoder (Pillow, numpy, scipy, pyarrow) raises on a damaged payload.
 """
 from __future__ import annotations
 
 import io
 import json
 import pickletools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,8 +62,6 @@ def decode_image(data: bytes, meta: dict | None = None) -> Decoded:
         raise DecodeError(f"image refused by Pillow's decompression-bomb guard: {exc}") from None
     except UnidentifiedImageError:
         raise DecodeError(f"not a recognised image ({len(data):,} bytes starting {bytes(data[:8]).hex(' ')})") from None
-    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for bad data
-        raise DecodeError(f"not a decodable image: {exc}") from None
     return Decoded("image", img, _describe_image(img))
 
 
@@ -76,19 +78,24 @@ def decode_raw_pixels(data: bytes, meta: dict | None = None) -> Decoded:
     return Decoded("image", img, f"raw u8 {width}×{height} {modes[channels]}")
 
 
+def _as_text(data: bytes, why: str) -> Decoded:
+    """The fallback of every text payload that does not parse: its text, bad bytes replaced, and why."""
+    shown = decode_text(data)
+    return Decoded("text", shown.value, f"{why}; shown as text")
+
+
 def decode_cls(data: bytes, meta: dict | None = None) -> Decoded:
-    text = bytes(data).decode("ascii", "strict").strip() if data else ""
-    try:
-        return Decoded("label", int(text), f"class label {int(text)}")
-    except ValueError:
-        raise DecodeError(f"class label is not an ASCII integer: {text[:40]!r}") from None
+    raw = bytes(data).strip() if len(data) <= 64 else b""
+    if re.fullmatch(rb"[+-]?[0-9]+", raw):
+        return Decoded("label", int(raw), f"class label {int(raw)}")
+    return _as_text(data, "class label is not an ASCII integer")
 
 
 def decode_json(data: bytes, meta: dict | None = None) -> Decoded:
     try:
         value = json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DecodeError(f"invalid JSON: {exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return _as_text(data, f"invalid JSON ({exc})")
     what = type(value).__name__
     size = f", {len(value)} entries" if isinstance(value, (list, dict)) else ""
     return Decoded("json", value, f"JSON {what}{size}")
@@ -112,8 +119,6 @@ def decode_npy(data: bytes, meta: dict | None = None) -> Decoded:
         arr = np.load(io.BytesIO(bytes(data)), allow_pickle=False)
     except ValueError as exc:
         raise DecodeError(f"not a plain .npy array (object arrays are refused): {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad headers
-        raise DecodeError(f"not a .npy array: {exc}") from None
     return Decoded("array", arr, _describe_array(arr))
 
 
@@ -121,8 +126,8 @@ def _png_channels(data: bytes) -> np.ndarray:
     try:
         img = Image.open(io.BytesIO(data))
         img.load()
-    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for bad data
-        raise DecodeError(f"segmentation mask is not a PNG: {exc}") from None
+    except UnidentifiedImageError:
+        raise DecodeError("segmentation mask is not a PNG") from None
     return np.asarray(img)
 
 
@@ -193,10 +198,7 @@ def decode_mat(data: bytes, meta: dict | None = None) -> Decoded:
         from scipy.io import loadmat
     except ImportError:
         raise DecodeError("MATLAB files need scipy: pip install 'itar-browser[mat]'") from None
-    try:
-        content = loadmat(io.BytesIO(bytes(data)))
-    except Exception as exc:  # noqa: BLE001 - scipy raises many types for bad files
-        raise DecodeError(f"not a MATLAB file: {exc}") from None
+    content = loadmat(io.BytesIO(bytes(data)))
     arrays = {k: v for k, v in content.items() if not k.startswith("__")}
     if len(arrays) == 1:
         (name, arr), = arrays.items()
@@ -224,14 +226,19 @@ def decode_parquet(data: bytes, meta: dict | None = None, max_rows: int = 50) ->
                        f"parquet, {len(data):,} bytes (pyarrow not installed)")
     import pyarrow as pa
 
+    pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
+    table = pf.read_row_groups(list(range(min(pf.num_row_groups, 4)))).slice(0, max_rows)
+    note = ""
     try:
-        pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
-        table = pf.read_row_groups(list(range(min(pf.num_row_groups, 4)))).slice(0, max_rows)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
-        raise DecodeError(f"not a readable parquet file: {exc}") from None
-    value = {"schema": str(pf.schema_arrow), "rows": table.to_pylist(), "num_rows": pf.metadata.num_rows,
+        rows = table.to_pylist()
+    except UnicodeDecodeError:  # a string column holds bytes that are not UTF-8: show its values as bytes
+        as_bytes = [pa.field(f.name, pa.binary()) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                    else f for f in table.schema]
+        rows, note = table.cast(pa.schema(as_bytes)).to_pylist(), " (text that is not UTF-8 shown as bytes)"
+    value = {"schema": str(pf.schema_arrow), "rows": rows, "num_rows": pf.metadata.num_rows,
              "columns": table.column_names}
-    return Decoded("table", value, f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns")
+    return Decoded("table", value,
+                   f"parquet, {pf.metadata.num_rows:,} rows × {pf.metadata.num_columns} columns{note}")
 
 
 def decode_typed_array(data: bytes, meta: dict | None = None) -> Decoded:
@@ -285,7 +292,18 @@ def decoder_for(ext: str) -> Callable[..., Decoded]:
 
 
 def decode(data: bytes | memoryview, ext: str, meta: dict | None = None) -> Decoded:
-    """Decode a payload by its extension (multi-dot extensions use their last part)."""
-    if not data and decoder_for(ext) not in (decode_bytes, decode_text, decode_json):
+    """Decode a payload by its extension (multi-dot extensions use their last part).
+
+    Returns a :class:`Decoded` or raises :class:`DecodeError`, nothing else: the decoders
+    call third-party parsers that raise whatever a damaged payload makes them raise.
+    """
+    decoder = decoder_for(ext)
+    if not data and decoder not in (decode_bytes, decode_text, decode_json):
         return Decoded("bytes", b"", "empty payload")
-    return decoder_for(ext)(data, meta)
+    try:
+        return decoder(data, meta)
+    except DecodeError:
+        raise
+    except Exception as exc:  # any failure of a decoder means "cannot decode this payload"
+        what = last_part(ext) or "untyped"
+        raise DecodeError(f"not a decodable {what} payload ({type(exc).__name__}: {exc})") from exc

@@ -25,7 +25,7 @@ from ..indexing.hashing import xxh64_padded
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .parallel import audit_shards
 from .report import SHOWN, AuditReport, Finding, rows_text
-from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard
+from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard, rows_beyond
 from .samples import sample_findings
 
 __all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
@@ -111,7 +111,7 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
             continue
         size = os.stat(path).st_size
         part = fold.rows[rows]
-        out = rows[part["offset"].astype(np.int64) + 512 + part["size"].astype(np.int64) > size].tolist()
+        out = rows[rows_beyond(part["offset"], part["size"], size)].tolist()
         note = _mtime_note(fold, fid)
         if out:
             findings.append(Finding("outside_shard", "error", f"{len(out)} row(s) reach past the end of "
@@ -199,10 +199,10 @@ def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding
         severity = "error"
         findings.append(Finding(kind, severity, f"{len(failed)} row(s) of {name} do not match the tar headers: "
                                 f"{shown}{more}{why}{note}", failed, [name]))
-    if loose:
-        names = ", ".join(f"{n!r} at {o}" for o, n, _, _ in loose[:SHOWN])
+    if loose:  # data no loader that trusts the index can see: the index is stale, an error like the row ones
+        names = ", ".join(f"{n!r} at offset {o}" for o, n, _, _ in loose[:SHOWN])
         more = f" … ({len(loose)} members)" if len(loose) > SHOWN else ""
-        findings.append(Finding("unindexed_member", "warning", f"{len(loose)} member(s) of {name} are not in the "
+        findings.append(Finding("unindexed_member", "error", f"{len(loose)} member(s) of {name} are not in the "
                                 f"index: {names}{more}{'' if failed else note}", [], [name]))
     if not findings and note:
         findings.append(_modified_finding(fold, shard.fid))

@@ -22,6 +22,17 @@ from ..progress import ProgressReporter
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = np.array([ord("0"), 0, ord("7")], np.uint8)
 ROW_CHUNK = 1 << 16  # rows per gather: 32 MiB of header bytes
+MAX_MEMBER_SIZE = np.iinfo(np.int64).max  # a header size beyond int64 cannot be a member of any file
+
+
+def rows_beyond(offsets: np.ndarray, sizes: np.ndarray, file_size: int) -> np.ndarray:
+    """Rows whose header or data reach past ``file_size``, for any u64 offset and size (no wrap-around)."""
+    offsets, sizes = offsets.astype(np.uint64), sizes.astype(np.uint64)
+    room = file_size - BLOCK  # bytes a row may take after its offset's header; negative: not even one header
+    if room < 0:
+        return np.ones(len(offsets), bool)
+    header_in = offsets <= np.uint64(room)
+    return ~header_in | (sizes > np.uint64(room) - np.where(header_in, offsets, np.uint64(0)))
 
 # Row problems, most fundamental first: a row gets the first one that applies.
 OUTSIDE, MISALIGNED, BAD_HEADER, NAME_MISMATCH, SIZE_MISMATCH = 1, 2, 3, 4, 5
@@ -56,9 +67,10 @@ def parse_headers(headers: np.ndarray, path: str, offsets: np.ndarray, extension
     regular = np.isin(headers[:, 156], _REGULAR)
     size_fields = headers[:, 124:136]
     sizes, size_ok = parse_octal_columns(size_fields)
-    for i in np.flatnonzero(size_fields[:, 0] & 0x80).tolist():  # GNU base-256 sizes
-        sizes[i] = parse_number(bytes(size_fields[i]), path, "size", int(offsets[i]) + 124)
-        size_ok[i] = sizes[i] >= 0
+    for i in np.flatnonzero(size_fields[:, 0] & 0x80).tolist():  # GNU base-256 sizes: up to 88 bits, any sign
+        value = parse_number(bytes(size_fields[i]), path, "size", int(offsets[i]) + 124)
+        size_ok[i] = 0 <= value <= MAX_MEMBER_SIZE  # checked before it goes into the int64 column
+        sizes[i] = value if size_ok[i] else -1
     names = np.ascontiguousarray(headers[:, :NAME_LEN])
     members = members_from_scan(TarScan(path, 0, offsets.astype(np.int64), sizes, names))
     ids = {e: i for i, e in enumerate(extensions)}
@@ -152,18 +164,19 @@ def _check_rows(result: ShardAudit, data: np.ndarray, rows: np.ndarray, row_ids:
     for start in range(0, len(rows), ROW_CHUNK):
         part = rows[start : start + ROW_CHUNK]
         ids = row_ids[start : start + ROW_CHUNK]
-        offset = part["offset"].astype(np.int64)
-        size = part["size"].astype(np.int64)
-        header_in = (offset >= 0) & (offset + BLOCK <= size_total)
-        beyond = ~header_in | (offset + BLOCK + size > size_total)
+        beyond = rows_beyond(part["offset"], part["size"], size_total)
+        # rows inside the file have int64-safe offsets and sizes; the others keep -1 and are not compared
+        offset, size = part["offset"].astype(np.int64), part["size"].astype(np.int64)
+        offset[beyond], size[beyond] = -1, -1
         code = np.zeros(len(part), np.int8)
         code[beyond] = OUTSIDE
         details: dict[int, str] = {}
         for i in np.flatnonzero(beyond).tolist():
             result.beyond_end.append(int(ids[i]))
-            details[i] = f"data ends at {int(offset[i]) + BLOCK + int(size[i])}, file has {size_total} bytes"
+            end = int(part["offset"][i]) + BLOCK + int(part["size"][i])  # Python ints: no overflow
+            details[i] = f"data ends at {end}, file has {size_total} bytes"
         code[(code == 0) & (offset % BLOCK != 0)] = MISALIGNED
-        idx = np.flatnonzero(header_in & (code == 0))
+        idx = np.flatnonzero(code == 0)
         if len(idx):
             headers = blocks[offset[idx] // BLOCK]  # aligned rows only: misaligned ones already failed
             cols = parse_headers(headers, result.path, offset[idx], extensions)

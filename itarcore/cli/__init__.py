@@ -1,7 +1,8 @@
 """The `itarcore` command line.
 
 Every read command takes ``--json``. Exit codes: 0 ok, 1 findings, 2 unusable input
-or usage. Errors print one line to stderr, never a traceback.
+or usage. Errors print one line to stderr, never a traceback; ``--debug`` (on any
+command) adds the traceback, for a bug report.
 
 Start-up is kept short: only the module of the command being run is imported (the
 others are listed by name and help line from ``COMMANDS``), and command modules import
@@ -14,6 +15,7 @@ import argparse
 import importlib
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -49,6 +51,12 @@ class UsageError(ItarError):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # on every (sub)command, so `itarcore verify X --debug` works as well as `itarcore --debug verify X`
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="on an error, also print its traceback (for bug reports)")
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
         print(f"itarcore: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_UNUSABLE)
@@ -71,6 +79,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "Run `itarcore COMMAND --help` for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"itarcore {__version__}")
+    parser.set_defaults(debug=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -121,24 +130,37 @@ def print_json_lines(objs: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or EXIT_OK)
-    except ItarError as exc:
-        print(f"itarcore: error: {exc}", file=sys.stderr)
-    except FileNotFoundError as exc:
-        print(f"itarcore: error: {exc.filename}: no such file", file=sys.stderr)
-    except IsADirectoryError as exc:
-        print(f"itarcore: error: {exc.filename}: is a directory", file=sys.stderr)
-    except PermissionError as exc:
-        print(f"itarcore: error: {exc.filename}: permission denied", file=sys.stderr)
-    except OSError as exc:
-        print(f"itarcore: error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("itarcore: interrupted", file=sys.stderr)
         return 130
-    return EXIT_UNUSABLE
+    except BrokenPipeError:  # the reader went away: entry_point ends quietly
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, one line and exit 2, never a traceback
+        if args.debug:
+            traceback.print_exc()
+        print(f"itarcore: error: {error_line(exc)}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def error_line(exc: Exception) -> str:
+    """One line for any exception: ours say what and where; anything else is named as unexpected."""
+    if isinstance(exc, ItarError):
+        text = str(exc)
+    elif isinstance(exc, FileNotFoundError):
+        text = f"{exc.filename}: no such file"
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{exc.filename}: is a directory"
+    elif isinstance(exc, PermissionError):
+        text = f"{exc.filename}: permission denied"
+    elif isinstance(exc, OSError):
+        text = str(exc)
+    else:
+        text = (f"internal error ({type(exc).__name__}: {exc}); please report it with the output of "
+                "`itarcore --debug ...`")
+    return " ".join(text.split())
 
 
 def entry_point() -> None:

@@ -50,7 +50,7 @@ def _row_objects(ds: Dataset, rows: Iterable[int]) -> Iterable[dict[str, Any]]:
         fid = int(rec["fid"])
         yield {
             "row": int(row), "fid": fid, "shard": ds.shard_name(fid), "offset": int(rec["offset"]),
-            "size": int(rec["size"]), "extid": int(rec["extid"]), "ext": ds.extensions[int(rec["extid"])],
+            "size": int(rec["size"]), "extid": int(rec["extid"]), "ext": ds.ext_of(int(row)),
             "crashid": int(rec["crashid"]), "keyhash": int(rec["keyhash"]),
         }
 

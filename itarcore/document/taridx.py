@@ -12,6 +12,7 @@ from .base import Column, Document, HeaderField, Payload, Table
 # Per-extension and per-crash-stem counts need a pass over every row; up to this many
 # rows they are computed at open, beyond it on first use (the GUI asks from a worker).
 EAGER_STATS_ROWS = 2_000_000
+_LARGEST_EXACT_INT64 = float(2**63 - 1024)  # the largest float64 below 2**63: casts to int64 exactly
 
 
 def describe_flags(flags: int) -> str:
@@ -67,8 +68,12 @@ class _Counts:
             extid = part["extid"]
             rows += np.bincount(extid, minlength=n_ext)[:n_ext]
             size += np.bincount(extid, weights=part["size"].astype(np.float64), minlength=n_ext)[:n_ext]
-            crash += np.bincount(part["crashid"], minlength=n_crash)[:n_crash]
-        self._ext = rows, size.astype(np.int64)
+            # ids past the table (rows not checked yet on a big index) count in one spare bin, not in
+            # a bincount as long as the largest id read from the file
+            crashid = np.minimum(part["crashid"], n_crash)
+            crash += np.bincount(crashid, minlength=n_crash + 1)[:n_crash]
+        # sizes are u64 from the file: a damaged row's sum may not fit int64, so clip before the cast
+        self._ext = rows, np.minimum(size, _LARGEST_EXACT_INT64).astype(np.int64)
         self._crash = crash
 
     def ext(self) -> tuple[np.ndarray, np.ndarray]:

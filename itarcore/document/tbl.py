@@ -188,7 +188,7 @@ def _name_lookup(tbl: TblFile) -> Callable[[str], np.ndarray]:
                     continue
                 try:
                     value = json.loads(tbl.metadata_bytes(block))
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
                     continue
                 if isinstance(value, dict):
                     for k in ("name", "stem", "key"):

@@ -1,7 +1,18 @@
-"""On-disk formats, one module each, and detection by magic bytes."""
+"""On-disk formats, one module each, and detection by magic bytes.
+
+Sniffing never raises: every test that decides "is this format X?" is a :func:`sniffer`,
+so a damaged file that trips a parser inside a test (Python's zipfile raising
+``NotImplementedError`` on a mangled version field, say) simply is not that format.
+Only reading the file's first bytes can fail, with the ``OSError`` that says why.
+"""
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import ParamSpec
+
+_P = ParamSpec("_P")
 
 TARIDX_MAGIC = b"TARIDX\x00\x00"
 KASTORE_MAGIC = b"\x89KAS\r\n\x1a\n"
@@ -18,22 +29,41 @@ FORMAT_NAMES = {
 }
 
 
+def sniffer(test: Callable[_P, bool]) -> Callable[_P, bool]:
+    """Make a format test total: any exception inside it means "not this format"."""
+
+    @functools.wraps(test)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> bool:
+        try:
+            return bool(test(*args, **kwargs))
+        except Exception:  # noqa: BLE001 - whatever a damaged file makes a parser raise, it is not this format
+            return False
+
+    return guarded
+
+
+@sniffer
+def _is_taco(head: bytes) -> bool:
+    name_len = int.from_bytes(head[26:28], "little")
+    return head.startswith(ZIP_LFH) and head[30 : 30 + name_len] == b"TACO_HEADER"
+
+
+# (format, test of the first 512 bytes), in the order they are tried
+MAGIC_TESTS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
+    ("taridx", sniffer(lambda head: head.startswith(TARIDX_MAGIC[:6]))),
+    ("kastore", sniffer(lambda head: head.startswith(KASTORE_MAGIC))),
+    ("tbl", sniffer(lambda head: head[:4] in TBL_MAGICS)),
+    ("taco", _is_taco),
+    ("zip", sniffer(lambda head: head.startswith(ZIP_LFH))),
+    ("tar", sniffer(lambda head: len(head) == 512 and head[257:262] == b"ustar")),
+)
+
+
 def detect_format(path: str | os.PathLike[str]) -> str | None:
     """Return 'taridx', 'kastore', 'tbl', 'taco', 'zip', 'tar' or None, by magic bytes only."""
     with open(path, "rb") as fh:
         head = fh.read(512)
-    if head.startswith(TARIDX_MAGIC[:6]):
-        return "taridx"
-    if head.startswith(KASTORE_MAGIC):
-        return "kastore"
-    if head[:4] in TBL_MAGICS:
-        return "tbl"
-    if head.startswith(ZIP_LFH):
-        name_len = int.from_bytes(head[26:28], "little")
-        return "taco" if head[30 : 30 + name_len] == b"TACO_HEADER" else "zip"
-    if len(head) == 512 and head[257:262] == b"ustar":
-        return "tar"
-    return None
+    return next((name for name, test in MAGIC_TESTS if test(head)), None)
 
 
 def unsupported_reason(path: str | os.PathLike[str], fmt: str | None) -> str:

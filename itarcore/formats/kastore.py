@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FormatError, TruncatedError, VersionError
-from . import KASTORE_MAGIC, ZIP_LFH
+from . import KASTORE_MAGIC, ZIP_LFH, sniffer
 
 HEADER_SIZE = 64
 DESCRIPTOR_SIZE = 64
@@ -94,16 +94,14 @@ class StoreInfo:
     n_items: int
 
 
+@sniffer
 def _is_tszip(path: str, head: bytes) -> bool:
     if not head.startswith(ZIP_LFH):
         return False
     if path.endswith(".tsz"):
         return True
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return b'"tszip"' in zf.read(".zattrs")[:4096]
-    except (zipfile.BadZipFile, KeyError, OSError):
-        return False
+    with zipfile.ZipFile(path) as zf, zf.open(".zattrs") as attrs:  # at most 4 KiB, however big it says it is
+        return b'"tszip"' in attrs.read(4096)
 
 
 def _refuse_non_kastore(path: str, head: bytes) -> None:

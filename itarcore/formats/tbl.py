@@ -31,6 +31,7 @@ MAGIC_V1, MAGIC_V2 = b"TBL\x01", b"TBL\x02"
 V1_HEADER_SIZE, V1_ENTRY_SIZE = 32, 16
 V2_HEADER_SIZE, V2_ENTRY_SIZE = 64, 24
 META_BLOCK_HEADER_SIZE = 16
+LZ4_MAX_RATIO = 255  # an LZ4 block's length bytes add at most 255 output bytes each: a bound on any block's output
 
 V1_ENTRY = np.dtype([("offset", "<u8"), ("size", "<u4"), ("format", "u1"), ("reserved", "V3")])
 V2_ENTRY = np.dtype([
@@ -288,6 +289,10 @@ class TblFile:
         if not self.is_compressed(i):
             return bytes(stored)
         want = self.uncompressed_size(i)
+        if want > LZ4_MAX_RATIO * len(stored) + 64:  # lz4 allocates `want` bytes before it looks at the block
+            raise FormatError(self.path, f"entry[{i}].uncompressed_size", self.entry_offset(i) + 12,
+                              f"more than an LZ4 block of {len(stored)} bytes can hold",
+                              expected=f"<= {LZ4_MAX_RATIO * len(stored) + 64}", found=want)
         try:
             data = _lz4_block().decompress(stored, uncompressed_size=want)
         except Exception as exc:  # noqa: BLE001 - lz4 raises its own LZ4BlockError on corrupt blocks
@@ -319,7 +324,7 @@ class TblFile:
         if block.type == META_TYPE_CODES["json"]:
             try:
                 return json.loads(data)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the parser goes
                 raise FormatError(self.path, "metadata JSON", block.data_offset, f"invalid JSON: {exc}") from None
         if block.type == META_TYPE_CODES["msgpack"]:
             try:

@@ -70,7 +70,7 @@ def _sidecar_value(ext: str, raw: bytes) -> Any:
     if ext == "json":
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             return text  # kept as text rather than lost
     if ext == "cls":
         try:

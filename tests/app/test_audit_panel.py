@@ -177,3 +177,22 @@ def test_in_the_main_window_a_finding_selects_its_rows_in_the_grid(qtbot, webds:
         assert selected.tolist() == finding.rows == [61]  # mixed_EMPTY.TXT: the only member of its sample
     finally:
         window.shutdown()
+
+
+def test_appended_member_is_an_error_with_its_shard_and_offset(qtbot, panel_for, webds: Path, tmp_path: Path) -> None:
+    shard = webds / "train_0000.tar"
+    extra = tarfile.TarInfo("extra000999.txt")
+    extra.size = 5
+    with tarfile.open(shard, "a") as tf:
+        tf.addfile(extra, io.BytesIO(b"hello"))
+    with tarfile.open(shard) as tf:
+        offset = tf.getmember("extra000999.txt").offset
+    panel = panel_for(webds / "train.taridx")
+    run(qtbot, panel, panel.full_button)
+    first = items(panel)[0]  # errors are listed first
+    assert (first.text(0), first.toolTip(0)) == ("unindexed member", "error")
+    assert f"'extra000999.txt' at offset {offset}" in first.text(1) and "Shards: train_0000.tar" in first.toolTip(1)
+    assert "1 error," in panel.summary.text() and panel.rebuild_button.isVisible()
+    panel.findings.setCurrentItem(first)
+    assert panel.detail.toPlainText().startswith("ERROR · unindexed_member")
+    panel.grab().save(str(tmp_path / "audit_unindexed.png"))

@@ -202,7 +202,9 @@ def test_appended_member(webds: Path, baseline: AuditReport) -> None:
     f = assert_one_new(report, baseline, "unindexed_member")
     offset = next(m.offset for m in members(shard) if m.name == "extra000999.txt")
     assert f.rows == [] and f.shards == ["train_0000.tar"]
-    assert f"'extra000999.txt' at {offset}" in f.message and report.stale
+    assert f"'extra000999.txt' at offset {offset}" in f.message and report.stale
+    # its data is invisible to every loader that trusts the index: an error, like the other stale findings
+    assert f.severity == "error" and report.exit_code == 1 and report.count("error") == 1
 
 
 def test_quick_check_flags(webds: Path) -> None:

@@ -304,7 +304,19 @@ def test_truncated_jpeg() -> None:
         decode(jpg[: len(jpg) // 2], "jpg")
 
 
-@pytest.mark.parametrize("ext,data", [("cls", b"seven"), ("json", b"{not json"), ("npy", b"\x93NUMPY garbage")])
-def test_other_bad_payloads(ext: str, data: bytes) -> None:
+def test_bad_npy_payload() -> None:
     with pytest.raises(DecodeError):
-        decode(data, ext)
+        decode(b"\x93NUMPY garbage", "npy")
+
+
+@pytest.mark.parametrize("ext,data,text,why", [
+    ("cls", b"seven", "seven", "not an ASCII integer"),
+    ("cls", b"\xff\xfe7", "\ufffd\ufffd7", "not an ASCII integer"),  # invalid UTF-8 (the issue's fuzz find)
+    ("json", b"{not json", "{not json", "invalid JSON"),
+    ("json", b'{"a": "\xff"}', '{"a": "\ufffd"}', "invalid JSON"),
+])
+def test_text_payloads_that_do_not_parse_show_as_text(ext: str, data: bytes, text: str, why: str) -> None:
+    """Labels and JSON never fail to preview: they fall back to their text, undecodable bytes replaced."""
+    got = decode(data, ext)
+    assert (got.kind, got.value) == ("text", text)
+    assert why in got.description and "shown as text" in got.description
