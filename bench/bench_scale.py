@@ -30,20 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_index import generate, warm
+from bench_index import drop_from_page_cache, generate, warm
 
 from itarcore.executors import DaskRunner, ProcessRunner
 from itarcore.indexing.cache import ShardCache
 from itarcore.jobs import index_fold, update_index
-
-
-def drop_page_cache(paths: list[Path]) -> None:
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def timed(fn, repeats: int, before=None) -> float:
@@ -92,7 +83,7 @@ def run(folder: Path, args: argparse.Namespace) -> None:
     out = folder / "out"
     out.mkdir(exist_ok=True)
     def cold() -> None:
-        drop_page_cache(paths)
+        drop_from_page_cache(paths)
 
     outputs: dict[str, bytes] = {}
 
@@ -152,7 +143,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             shutil.rmtree(cache_dir, ignore_errors=True)
             cache = ShardCache(cache_dir)
             if page_cache == "cold":
-                drop_page_cache(paths)
+                drop_from_page_cache(paths)
             else:
                 warm(paths)
             t0 = time.perf_counter()
@@ -160,7 +151,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             firsts.append(time.perf_counter() - t0)
             clean = target.read_bytes()
             if page_cache == "cold":
-                drop_page_cache(paths)
+                drop_from_page_cache(paths)
             t0 = time.perf_counter()
             second = index_fold(paths, target, jobs=2, cache=cache)
             seconds.append(time.perf_counter() - t0)
@@ -169,7 +160,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             st = changed.stat()
             os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # one shard changed
             if page_cache == "cold":
-                drop_page_cache(paths)
+                drop_from_page_cache(paths)
             t0 = time.perf_counter()
             updated = update_index(target, jobs=2, cache=cache)
             updates.append(time.perf_counter() - t0)

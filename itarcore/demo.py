@@ -14,13 +14,13 @@ import math
 import os
 import random
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from .cachedir import user_cache_dir
 from .errors import ItarError
 from .progress import CancelToken, ProgressCallback, ProgressReporter
 
@@ -48,13 +48,7 @@ SIZES = ((96, 64), (128, 128), (160, 96), (64, 64), (200, 120))
 
 def demo_dir() -> Path:
     """The user cache folder for the demo fold (not created here)."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "itar-browser" / "demo"
+    return user_cache_dir() / "demo"
 
 
 def shard_names() -> list[str]:

@@ -23,7 +23,6 @@ import json
 import math
 import os
 import struct
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,31 +31,17 @@ import numpy as np
 import xxhash
 
 from .. import __version__
+from ..cachedir import cache_root
 from .indexer import ShardMembers
 
 CACHE_VERSION = 1  # bump when the file layout, or what a scan puts in a shard's table, changes
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
-ENV_CACHE_DIR = "ITARCORE_CACHE_DIR"  # itarcore's cache folder (the tests point it at a temp dir)
 SUBFOLDER = "shards"  # beside other caches of the same folder
 _ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
     "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
     "ext_codes": "<i8", "run_starts": "<i8",
 }
 _HEAD = struct.Struct("<8sI")
-
-
-def cache_root() -> Path:
-    """itarcore's cache folder: ``$ITARCORE_CACHE_DIR``, else the platform's user cache folder."""
-    override = os.environ.get(ENV_CACHE_DIR)
-    if override:
-        return Path(override)
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "itar-browser"
 
 
 def default_cache_dir() -> Path:

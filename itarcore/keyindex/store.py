@@ -20,13 +20,13 @@ resident size by megabytes a lookup.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xxhash
 
+from ..cachedir import CACHE_ENV, cache_root  # noqa: F401 - CACHE_ENV re-exported
 from ..formats.taridx import TaridxIndex
 
 MAGIC = b"ITARKEYS"
@@ -41,25 +41,8 @@ FILE_HEADER = np.dtype([
     ("reserved", "V44"),
 ])
 assert FILE_HEADER.itemsize == 128
-CACHE_ENV = "ITARCORE_CACHE_DIR"
 SUFFIX = ".keys"
 _FINGERPRINT_ROWS = 64
-
-
-def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The itarcore cache folder: ``cache_dir``, else ``$ITARCORE_CACHE_DIR``, else the user's cache folder."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "itar-browser"
 
 
 @dataclass(frozen=True)

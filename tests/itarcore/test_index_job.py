@@ -1,14 +1,11 @@
 """The index job: cancel and SIGKILL leave existing output intact, parallel scans do not change bytes."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from children import python_child, sigkill
 
 from itarcore.errors import Cancelled, WriteError
 from itarcore.jobs import index_fold, index_folds
@@ -98,10 +95,7 @@ def test_sigkill_keeps_existing_index(webds: Path, data_dir: Path, where: str) -
     target = webds / "train.taridx"
     (webds / "train_0002.tar").unlink()  # the new index would differ from the one in place
     before = target.read_bytes()
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(webds), where], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
-    try:
+    with python_child(CHILD, str(webds), where) as child:
         line = child.stdout.readline().strip()
         assert line == ("progress" if where == "scan" else "writing")
         leftover = temps(webds)
@@ -109,14 +103,7 @@ def test_sigkill_keeps_existing_index(webds: Path, data_dir: Path, where: str) -
             assert [p.name for p in leftover] == [f".train.taridx.tmp-{child.pid}"]
         else:
             assert leftover == []
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stdin.close()
-        child.stdout.close()
+        sigkill(child)
     assert target.read_bytes() == before
     assert temps(webds) == leftover  # nothing cleaned it up yet: it is recognisable by name
     result = index_fold(sorted(webds.glob("train_*.tar")), target)

@@ -5,7 +5,6 @@ import functools
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import scale_fold
-from scale_fold import wait_for_gate, write_fold
+from scale_fold import wait_for_gate
 
 from itarcore.cli import main
 from itarcore.errors import Cancelled
@@ -43,20 +42,6 @@ def client(cluster):
 @pytest.fixture
 def runner(client) -> DaskRunner:
     return DaskRunner(client)  # borrows the module's client: closes nothing
-
-
-@pytest.fixture(scope="module")
-def fold64_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fold64")
-    write_fold(folder)
-    return folder
-
-
-@pytest.fixture
-def fold64(fold64_master: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "fold64"
-    shutil.copytree(fold64_master, folder)
-    return folder
 
 
 def threads_bytes(shards: list[Path], tmp_path: Path) -> bytes:

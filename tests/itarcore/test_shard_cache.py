@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -13,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scale_fold import append_member, write_fold
+from children import python_child, sigkill
+from scale_fold import append_member
 
 from itarcore.cli import main
 from itarcore.dataset import Dataset
@@ -39,20 +38,6 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(build, "shard_members", counting)
     return seen
-
-
-@pytest.fixture(scope="module")
-def fold64_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fold64")
-    write_fold(folder)
-    return folder
-
-
-@pytest.fixture
-def fold64(fold64_master: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "fold64"
-    shutil.copytree(fold64_master, folder)
-    return folder
 
 
 def clean_index(shards: list[Path], tmp_path: Path) -> bytes:
@@ -262,22 +247,13 @@ CHILD = textwrap.dedent("""
 
 def test_sigkill_midway_then_rerun_resumes(fold64: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(fold64), str(cache), "20"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
-    try:
+    with python_child(CHILD, str(fold64), str(cache), "20") as child:
         assert child.stdout.readline().split() == ["stored", "20"]
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stdin.close()
-        child.stdout.close()
+        sigkill(child)
     assert not (fold64 / "big.taridx").exists()
     kept = set(cache.rglob("*.members"))
     assert len(kept) == 20
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", "from itarcore.cli import entry_point; entry_point()", "index",
                            str(fold64), "--cache", str(cache), "--json"], capture_output=True, text=True, env=env,
                           check=True)
