@@ -5,14 +5,12 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QMessageBox,
     QPlainTextEdit,
-    QProgressBar,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -24,14 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.views.errors import show_error
-from app.views.panels import FormatPanel
+from app.views.job_panel import JobPanel
 from app.workers import JobWorker
 from itarcore.audit import AuditReport, audit_index, quick_check
 from itarcore.audit.fold import MTIME_SLACK
 from itarcore.dataset import find_shards, fold_name
 from itarcore.document import Document
 from itarcore.jobs import IndexResult, index_fold
-from itarcore.progress import Progress
 
 _ICONS = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
           "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
@@ -57,16 +54,15 @@ def shards_newer_than_index(index_path: str) -> list[Path]:
     return newer
 
 
-class AuditPanel(FormatPanel):
+class AuditPanel(JobPanel):
     title = "Audit"
+    job_title = "Audit"
+    failed_text = "The check could not run: see the message."
 
     def __init__(self, document: Document, parent: QWidget | None = None) -> None:
         super().__init__(document, parent)
         self.index_path = os.fspath(document.path)
         self.report: AuditReport | None = None
-        self.worker: JobWorker | None = None
-        self.pool = QThreadPool(self)  # our own, so shutdown waits only for this panel's job
-        self.pool.setMaxThreadCount(1)
         self.quick_button = QPushButton("Run quick check")
         self.quick_button.setToolTip("Index structure, stem count, contiguity flag, missing or extra shards "
                                      "(reads no shard contents)")
@@ -74,9 +70,6 @@ class AuditPanel(FormatPanel):
         self.full_button = QPushButton("Run full audit")
         self.full_button.setToolTip("Every row against its tar header, a re-scan of every shard, sample checks")
         self.full_button.clicked.connect(lambda: self.start(full=True))
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
         self.progress.setFormat("%v / %m rows")
         for b in (self.quick_button, self.full_button, self.cancel_button):
             b.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
@@ -86,8 +79,7 @@ class AuditPanel(FormatPanel):
         top.addWidget(self.progress, 1)
         top.addWidget(self.cancel_button)
         top.addStretch(0)
-        self.summary = QLabel("Run a check to list what is wrong with this index and its shards.")
-        self.summary.setWordWrap(True)
+        self.summary.setText("Run a check to list what is wrong with this index and its shards.")
         self.findings = QTreeWidget()
         self.findings.setHeaderLabels(["Finding", "Message", "Rows"])
         self.findings.setRootIsDecorated(False)
@@ -142,8 +134,7 @@ class AuditPanel(FormatPanel):
     def _set_running(self, running: bool) -> None:
         self.quick_button.setEnabled(not running)
         self.full_button.setEnabled(not running)
-        self.cancel_button.setVisible(running)
-        self.progress.setVisible(running)
+        super()._set_running(running)
         self.export_button.setEnabled(not running and self.report is not None)
         self.rebuild_button.setVisible(not running and self.report is not None and self.report.stale)
 
@@ -153,38 +144,6 @@ class AuditPanel(FormatPanel):
         self.progress.setRange(0, 0)
         self.summary.setText("Running the full audit…" if full else "Running the quick check…")
         self._run(JobWorker(audit_index if full else quick_check, self.index_path), self._on_report)
-
-    def _run(self, worker: JobWorker, on_result) -> None:
-        worker.progressed.connect(self._on_progress)
-        worker.returned.connect(on_result)
-        worker.errored.connect(self._on_error)
-        worker.cancelled.connect(lambda: self.summary.setText("Cancelled."))
-        worker.finished.connect(self._on_finished)
-        self.worker = worker
-        self._set_running(True)
-        worker.start(self.pool)
-
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.quit()
-
-    def _on_progress(self, p: Progress) -> None:
-        self.progress.setFormat(f"%v / %m {p.unit}" + (f"  ({p.rate:,.0f} {p.unit}/s)" if p.rate else ""))
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(min(p.done, p.total))
-
-    def _on_error(self, exc: BaseException) -> None:
-        self.summary.setText("The check could not run: see the message.")
-        show_error(self, "Audit", self.index_path, exc)
-
-    def _on_finished(self) -> None:
-        self.worker = None
-        self._set_running(False)
-
-    def shutdown(self) -> None:
-        if self.worker is not None:
-            self.worker.quit()
-        self.pool.waitForDone()
 
     # -- findings -----------------------------------------------------------------------------------
     def _on_report(self, report: AuditReport) -> None:

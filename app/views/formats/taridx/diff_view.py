@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6.QtCore import QModelIndex, Qt, QThreadPool, QTimer
+from PySide6.QtCore import QModelIndex, Qt, QTimer
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QTableView,
@@ -29,12 +28,11 @@ from PySide6.QtWidgets import (
 
 from app.models.diff_models import DiffSamplesModel, ShardCountsModel
 from app.views.errors import show_error
-from app.views.panels import FormatPanel
+from app.views.job_panel import JobPanel
 from app.workers import JobWorker
 from itarcore.diff import KIND_NAMES, IndexDiff, MemberSizes, diff_indexes, kept_rows, member_sizes
 from itarcore.document import Document
 from itarcore.formats.taridx import read_taridx
-from itarcore.progress import Progress
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
@@ -55,10 +53,12 @@ def _table(model) -> QTableView:
     return view
 
 
-class DiffView(FormatPanel):
+class DiffView(JobPanel):
     """The open index (``document``) compared with ``other``; the open one is the new side unless swapped."""
 
     title = "Compare"
+    job_title = "Compare indexes"
+    failed_text = "The comparison could not run: see the message."
 
     def __init__(self, document: Document, other: str, parent: QWidget | None = None) -> None:
         super().__init__(document, parent)
@@ -66,28 +66,20 @@ class DiffView(FormatPanel):
         self.other_path = os.path.abspath(other)
         self.open_is_new = True
         self.diff: IndexDiff | None = None
-        self.worker: JobWorker | None = None
         self._pending_sample: int | None = None
-        self.pool = QThreadPool(self)  # our own, so shutdown waits only for this view's job
-        self.pool.setMaxThreadCount(1)
 
         self.sides = QLabel()
         self.sides.setWordWrap(True)
         self.sides.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.swap_button = QPushButton("Swap old and new")
         self.swap_button.clicked.connect(self.swap)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
         top = QHBoxLayout()
         top.addWidget(self.sides, 1)
         top.addWidget(self.swap_button)
         bar = QHBoxLayout()
         bar.addWidget(self.progress, 1)
         bar.addWidget(self.cancel_button)
-        self.summary = QLabel()
         self.summary.setObjectName("diffSummary")
-        self.summary.setWordWrap(True)
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
         self.warnings.setVisible(False)
@@ -154,8 +146,7 @@ class DiffView(FormatPanel):
 
     def _set_running(self, running: bool) -> None:
         self.swap_button.setEnabled(not running)
-        self.cancel_button.setVisible(running)
-        self.progress.setVisible(running)
+        super()._set_running(running)
 
     def start(self) -> None:
         if self.worker is not None:
@@ -169,15 +160,7 @@ class DiffView(FormatPanel):
         self.warnings.setVisible(False)
         self.progress.setRange(0, 0)
         self.summary.setText("Comparing…")
-        worker = JobWorker(diff_indexes, self.old_path, self.new_path, keep=KEEP_PER_KIND)
-        worker.progressed.connect(self._on_progress)
-        worker.returned.connect(self._on_diff)
-        worker.errored.connect(self._on_error)
-        worker.cancelled.connect(lambda: self.summary.setText("Cancelled."))
-        worker.finished.connect(self._on_finished)
-        self.worker = worker
-        self._set_running(True)
-        worker.start(self.pool)
+        self._run(JobWorker(diff_indexes, self.old_path, self.new_path, keep=KEEP_PER_KIND), self._on_diff)
 
     def swap(self) -> None:
         if self.worker is not None:
@@ -186,30 +169,14 @@ class DiffView(FormatPanel):
         self._show_sides()
         self.start()
 
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.quit()
-
-    def _on_progress(self, p: Progress) -> None:
-        self.progress.setFormat(f"%v / %m {p.unit}")
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(min(p.done, p.total))
-
-    def _on_error(self, exc: BaseException) -> None:
-        self.summary.setText("The comparison could not run: see the message.")
-        show_error(self, "Compare indexes", self.other_path, exc)
+    def error_path(self) -> str:
+        return self.other_path
 
     def _on_finished(self) -> None:
-        self.worker = None
-        self._set_running(False)
+        super()._on_finished()
         if self._pending_sample is not None:  # the last click made while a lookup ran
             pos, self._pending_sample = self._pending_sample, None
             self._look_up(pos)
-
-    def shutdown(self) -> None:
-        if self.worker is not None:
-            self.worker.quit()
-        self.pool.waitForDone()
 
     # -- results --------------------------------------------------------------------------------------
     def _on_diff(self, diff: IndexDiff) -> None:
