@@ -6,6 +6,9 @@ import os
 import sys
 from pathlib import Path
 
+from itarcore.errors import ItarError
+from itarcore.storage import display_name, is_url
+
 SCREENSHOT_TIMEOUT_MS = 120_000
 # how long quitting waits for workers to reach a cancel check (passes check every chunk, well under this)
 EXIT_WAIT_MS = 300
@@ -22,6 +25,21 @@ def use_offscreen_if_headless(env: dict[str, str] | None = None) -> bool:
     return True
 
 
+def offscreen_with_screen(width: int, height: int) -> str:
+    """A QT_QPA_PLATFORM value for the offscreen platform with one screen of this size (default 800×800)."""
+    import json
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"itar-offscreen-{width}x{height}.json"
+    if not path.exists():
+        screen = {"name": "offscreen", "x": 0, "y": 0, "width": width, "height": height,
+                  "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"screens": [screen]}))
+        os.replace(tmp, path)
+    return f"offscreen:configfile={path}"
+
+
 def quiet_offscreen_noise() -> None:
     """Drop the offscreen platform's known harmless warnings; every other Qt message still reaches stderr."""
     from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
@@ -36,7 +54,10 @@ def quiet_offscreen_noise() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="itar-browser", description="Look inside TARIDX, TACO, kastore and TBL files.")
-    p.add_argument("file", nargs="?", help="index file to open (format detected by magic bytes)")
+    p.add_argument("file", nargs="?", help="index file or URL (s3://, https:// …) to open (format by magic bytes)")
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="fsspec storage option for a URL (repeatable; used for this run only, never saved)")
+    p.add_argument("--anon", action="store_true", help="anonymous access to a URL (no credentials)")
     p.add_argument("--demo", action="store_true", help="build a small demo dataset in the cache folder and open it")
     p.add_argument("--screenshot", metavar="PNG", help="open, wait for the first preview, save a window grab, exit")
     p.add_argument("--goto-row", type=int, metavar="N", help="select and scroll to row N first")
@@ -45,20 +66,38 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def storage_options(args: argparse.Namespace) -> dict | None:
+    """``--storage-option``/``--anon`` as fsspec options (None: none given, use the environment's)."""
+    from itarcore.storage import parse_storage_options
+
+    options = parse_storage_options(args.storage_option)
+    if args.anon:
+        options["anon"] = True
+    return options or None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        storage_options(args)
+    except ItarError as exc:  # a pair that is not KEY=VALUE
+        print(f"itar-browser: {exc}", file=sys.stderr)
+        return 2
     if args.screenshot and not (args.file or args.demo):
         print("itar-browser: --screenshot needs FILE or --demo", file=sys.stderr)
         return 2
     if args.screenshot:
         use_offscreen_if_headless()  # a grab needs no screen: works over ssh and in CI
+        if os.environ.get("QT_QPA_PLATFORM") == "offscreen":  # a screen just big enough for the grab and frame
+            width, height = _size(args.size)
+            os.environ["QT_QPA_PLATFORM"] = offscreen_with_screen(width + 16, height + 16)
     from PySide6.QtWidgets import QApplication
 
     from app.style import app_icon, apply_theme
     from app.views.main_window import MainWindow
     from app.views.settings import APPLICATION, ORGANISATION
 
-    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+    if os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
         quiet_offscreen_noise()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName(ORGANISATION)
@@ -73,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.demo:
         window.open_demo()
     elif args.file:
-        window.open_path(args.file)
+        window.open_path(args.file, storage_options(args))
     code = app.exec()
     window.shutdown()
     return _leave(int(code))
@@ -94,11 +133,16 @@ def _leave(code: int) -> int:
     os._exit(code)
 
 
+def _size(text: str) -> tuple[int, int]:
+    width, height = (int(v) for v in text.lower().split("x"))
+    return width, height
+
+
 def _screenshot(app, window, args) -> int:
     """Open, wait for loading and the first preview (signals), grab, exit 0; unreadable input exits 2."""
     from PySide6.QtCore import QTimer
 
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = _size(args.size)
     window.resize(width, height)
     window.show()
     window.reset_layout()  # docks sized for this window, not the saved layout
@@ -110,6 +154,10 @@ def _screenshot(app, window, args) -> int:
         app.quit()
 
     def grab() -> None:
+        tab = window.current_tab()
+        if tab is not None and tab.model.fetching:  # cells still read in the background (a remote index)
+            QTimer.singleShot(100, grab)
+            return
         app.processEvents()
         Path(args.screenshot).parent.mkdir(parents=True, exist_ok=True)
         if window.grab().save(args.screenshot):
@@ -125,17 +173,17 @@ def _screenshot(app, window, args) -> int:
             fail(f"row {args.goto_row} does not exist in {args.file or 'the demo'}")
 
     def on_failed(path: str, problem: str) -> None:
-        fail(f"{path}: {problem}")
+        fail(f"{display_name(path)}: {problem}")
 
     window.documentOpened.connect(on_opened)
     window.openFailed.connect(on_failed)
     if args.demo:
         window.open_demo()
-    elif not os.path.isfile(args.file):
+    elif not is_url(args.file) and not os.path.isfile(args.file):
         print(f"itar-browser: {args.file}: no such file", file=sys.stderr)
         return 2
     else:
-        window.open_path(args.file)
+        window.open_path(args.file, storage_options(args))
     QTimer.singleShot(SCREENSHOT_TIMEOUT_MS, lambda: fail("timed out waiting for the file to load"))
     app.exec()
     window.shutdown()

@@ -113,6 +113,10 @@ class JobWorker(QRunnable):
                 return
             getattr(self.signals, name).emit(*args)
 
+    def report(self, item: Any) -> None:
+        """Emit ``yielded`` from inside the task (e.g. a job's partial results); never after detach."""
+        self._emit("yielded", item)
+
     def _emit_progress(self, p: Progress) -> None:
         self._emit("progressed", p)
 

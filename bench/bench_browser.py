@@ -21,52 +21,17 @@ import argparse
 import io
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import xxhash
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-ROW_DT = np.dtype([("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"),
-                   ("keyhash", "<u8")])
-EXTS = ("jpg", "cls", "json")
-NEEDLE = "needle-stem"
-CHUNK = 2_000_000
-
-
-def write_index(path: Path, n_rows: int, seed: int = 0) -> None:
-    ext_block = "\n".join(EXTS).encode()
-    off_arr = 64 + len(ext_block)
-    header = struct.pack("<8sHHHHQQIIQQB7x", b"TARIDX\0\0", 1, 0, 32, 64, n_rows // 3, n_rows, len(EXTS), 0,
-                         off_arr, off_arr, 0)
-    rng = np.random.default_rng(seed)
-    needle_row = n_rows * 2 // 3
-    with open(path, "wb") as fh:
-        fh.write(header + ext_block)
-        for start in range(0, n_rows, CHUNK):
-            n = min(CHUNK, n_rows - start)
-            rows = np.zeros(n, ROW_DT)
-            rows["fid"] = rng.integers(0, 8, n)
-            rows["offset"] = np.arange(start, start + n, dtype=np.uint64) * 1024
-            rows["size"] = rng.integers(1, 200_000, n)
-            rows["extid"] = np.arange(start, start + n) % len(EXTS)
-            rows["keyhash"] = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
-            if start <= needle_row < start + n:
-                rows["keyhash"][needle_row - start] = xxhash.xxh64_intdigest(NEEDLE.encode())
-            fh.write(rows.tobytes())
-
-
-def drop_from_page_cache(path: Path) -> None:
-    """Make the next read of ``path`` cold (what a user sees after copying or downloading a file)."""
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import NEEDLE, ROW_DT, Heartbeat, drop_from_page_cache, write_index
 
 
 def rss_mb() -> float:
@@ -84,35 +49,6 @@ def wait(app, cond, timeout: float = 300.0) -> None:
         if time.perf_counter() > end:
             raise TimeoutError("benchmark step timed out")
         time.sleep(0.001)
-
-
-class StallMeter:
-    """A 5 ms QTimer: the longest gap between ticks is the longest the GUI thread did not answer."""
-
-    def __init__(self) -> None:
-        from PySide6.QtCore import QElapsedTimer, QTimer
-
-        self.clock = QElapsedTimer()
-        self.timer = QTimer()
-        self.timer.setInterval(5)
-        self.timer.timeout.connect(self._tick)
-        self.max_ms = 0.0
-        self.last = 0
-
-    def _tick(self) -> None:
-        now = self.clock.nsecsElapsed()
-        self.max_ms = max(self.max_ms, (now - self.last) / 1e6)
-        self.last = now
-
-    def start(self) -> None:
-        self.clock.start()
-        self.last = self.clock.nsecsElapsed()
-        self.timer.start()
-
-    def stop(self) -> float:
-        self._tick()
-        self.timer.stop()
-        return self.max_ms
 
 
 def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
@@ -158,7 +94,7 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     # sort by size in the worker while a 5 ms QTimer measures the event loop's longest stall
     applied: list[int] = []
     tab.viewApplied.connect(lambda: applied.append(1))
-    meter = StallMeter()
+    meter = Heartbeat(5)
     meter.start()
     t = time.perf_counter()
     tab.sort_by("Size")

@@ -15,17 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import write_index
 
-ROW_DT = np.dtype([("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"),
-                   ("keyhash", "<u8")])
-CHUNK = 1 << 21
 MEMBERS = 3
 
 STEP = r'''
@@ -72,27 +69,6 @@ print(json.dumps(out))
 '''
 
 
-def write_index(path: Path, n_rows: int, seed: int = 0) -> None:
-    """``n_rows`` rows, ``MEMBERS`` a stem, in random order (written in chunks: memory stays small)."""
-    ext_block = b"jpg\ncls\njson"
-    off_arr = 64 + len(ext_block)
-    n_stems = -(-n_rows // MEMBERS)
-    header = struct.pack("<8sHHHHQQIIQQB7x", b"TARIDX\0\0", 1, 0, 32, 64, n_stems, n_rows, 3, 0, off_arr, off_arr, 0)
-    rng = np.random.default_rng(seed)
-    stem_keys = rng.integers(0, 2**64, n_stems, dtype=np.uint64, endpoint=False)
-    with open(path, "wb") as fh:
-        fh.write(header + ext_block)
-        for start in range(0, n_rows, CHUNK):
-            n = min(CHUNK, n_rows - start)
-            rows = np.zeros(n, ROW_DT)
-            rows["offset"] = np.arange(start, start + n, dtype=np.uint64) * 1024
-            rows["size"] = rng.integers(1, 200_000, n)
-            rows["extid"] = np.arange(start, start + n) % 3
-            # each stem's members land in random places: stems = row ids mod n_stems, permuted per chunk
-            rows["keyhash"] = stem_keys[rng.permutation(np.arange(start, start + n) % n_stems)]
-            fh.write(rows.tobytes())
-
-
 def run_step(step: str, path: Path, cache: Path) -> dict:
     done = subprocess.run([sys.executable, "-c", STEP, step, str(path), str(cache)], capture_output=True,
                           text=True, check=False)
@@ -111,7 +87,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-keys-", dir=args.dir))
     try:
         path = work / "big.taridx"
-        write_index(path, n)
+        write_index(path, n, members_per_stem=MEMBERS)
         cache = work / "cache"
         with open(path, "rb") as fh:  # warm the page cache
             while fh.read(64 << 20):

@@ -30,7 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_index import drop_from_page_cache, generate, warm
+from bench_index import generate, warm
+from synthetic import drop_from_page_cache, fold_bench_parser
 
 from itarcore.executors import DaskRunner, ProcessRunner
 from itarcore.indexing.cache import ShardCache
@@ -49,12 +50,7 @@ def timed(fn, repeats: int, before=None) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="256 shards x 8 samples, 1 repeat")
-    ap.add_argument("--shards", type=int, default=256)
-    ap.add_argument("--samples", type=int, default=300, help="samples per shard")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--dir", type=Path, help="keep the generated fold here (default: a temp dir, removed)")
+    ap = fold_bench_parser(__doc__, shards=256, samples=300, quick="256 shards x 8 samples, 1 repeat")
     args = ap.parse_args(argv)
     if args.quick:
         args.shards, args.samples, args.repeats = 256, 8, 1
@@ -83,7 +79,7 @@ def run(folder: Path, args: argparse.Namespace) -> None:
     out = folder / "out"
     out.mkdir(exist_ok=True)
     def cold() -> None:
-        drop_from_page_cache(paths)
+        drop_from_page_cache(*paths)
 
     outputs: dict[str, bytes] = {}
 
@@ -143,7 +139,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             shutil.rmtree(cache_dir, ignore_errors=True)
             cache = ShardCache(cache_dir)
             if page_cache == "cold":
-                drop_from_page_cache(paths)
+                drop_from_page_cache(*paths)
             else:
                 warm(paths)
             t0 = time.perf_counter()
@@ -151,7 +147,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             firsts.append(time.perf_counter() - t0)
             clean = target.read_bytes()
             if page_cache == "cold":
-                drop_from_page_cache(paths)
+                drop_from_page_cache(*paths)
             t0 = time.perf_counter()
             second = index_fold(paths, target, jobs=2, cache=cache)
             seconds.append(time.perf_counter() - t0)
@@ -160,7 +156,7 @@ def cache_runs(paths: list[Path], folder: Path, args: argparse.Namespace) -> Non
             st = changed.stat()
             os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # one shard changed
             if page_cache == "cold":
-                drop_from_page_cache(paths)
+                drop_from_page_cache(*paths)
             t0 = time.perf_counter()
             updated = update_index(target, jobs=2, cache=cache)
             updates.append(time.perf_counter() - t0)

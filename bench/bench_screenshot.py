@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_browser import write_index
+from synthetic import write_index
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -40,19 +40,26 @@ def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
-    """Yield a binary file; on success it replaces ``target`` whole, on any error nothing changes."""
+def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterator[BinaryIO]:
+    """Yield a binary file; on success it replaces ``target`` whole, on any error nothing changes.
+
+    ``durable=False`` (cache files that can be rebuilt) skips the fsyncs and the sweep of dead writers'
+    temporaries: a crash may lose the file, never leave a half-written one under its name.
+    """
     target = Path(target)
-    remove_stale_temps(target)
+    if durable:
+        remove_stale_temps(target)
     tmp = temp_path_for(target)
     fh = open(tmp, "wb")  # noqa: SIM115 - yielded open; closed or removed below
     try:
         yield fh
         fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
         fh.close()
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        if durable:
+            _fsync_dir(target.parent)
     except BaseException:
         fh.close()
         with contextlib.suppress(FileNotFoundError):

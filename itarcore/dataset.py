@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import numpy as np
 import xxhash
 
 from .errors import DatasetError, FormatError, MissingShardError
-from .formats.tar import NAME_LEN, decode_name, scan_tar
+from .formats.tar import NAME_LEN, decode_name
 from .formats.tar_fields import BLOCK, header_checksum_ok
 from .formats.taridx import RECORD_SIZE, ROW_DTYPE, TaridxIndex, read_taridx
 from .indexing.indexer import split_name
@@ -29,35 +28,16 @@ from .keyindex import KeyIndex, build_key_index
 from .progress import CancelToken, ProgressCallback
 from .rowpass import iter_row_chunks
 from .samples import SampleGroups, group_samples
+from .shard_names import RemoteLongNames, long_names_of
+from .shards import ShardSet, find_shards, fold_name, shard_name_for
+from .storage import RangedSource, is_url, parent
+from .storage.sources import LocalSource
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 _NAME_CACHE_LIMIT = 1 << 20
-
-
-def fold_name(index_path: str | os.PathLike[str]) -> str:
-    return Path(index_path).name.removesuffix(".taridx")
-
-
-def find_shards(folder: str | os.PathLike[str], fold: str) -> dict[int, Path]:
-    """fid -> shard path for the fold's ``<fold>_<suffix>.tar`` files in ``folder``."""
-    pattern = re.compile(rf"^{re.escape(fold)}_(?P<suffix>[^_/]+)\.tar$")
-    found = sorted((m["suffix"], Path(e.path)) for e in os.scandir(folder)
-                   if (m := pattern.match(e.name)) and e.is_file())
-    suffixes = [s for s, _ in found]
-    numeric = suffixes and all(s.isdigit() and len(s) == len(suffixes[0]) for s in suffixes)
-    if numeric and int(suffixes[0]) == 0:
-        return {int(s): p for s, p in found}
-    return {fid: p for fid, (_, p) in enumerate(found)}
-
-
-def shard_name_for(fold: str, fid: int, known: dict[int, Path]) -> str:
-    """The file name a fid's shard should have (used to name missing shards)."""
-    if fid in known:
-        return known[fid].name
-    widths = {len(p.stem.rsplit("_", 1)[-1]) for p in known.values()} or {4}
-    return f"{fold}_{fid:0{max(widths)}d}.tar"
+SCAN_CHUNK_ROWS = 1 << 22  # 128 MiB of rows: ~10 ms of scanning between cancel checks
 
 
 class Dataset:
@@ -68,13 +48,13 @@ class Dataset:
     scan the keyhash column.
     """
 
-    def __init__(self, index: TaridxIndex, shard_paths: dict[int, Path],
-                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, index: TaridxIndex, shard_paths: dict[int, Path | str],
+                 cache_dir: str | os.PathLike[str] | None = None, storage_options: dict | None = None) -> None:
         self.index = index
         self.path = index.path
         self.fold = fold_name(index.path)
         self._shards = shard_paths
-        self._maps: dict[int, mmap.mmap] = {}
+        self.shard_set = ShardSet(self.path, self.fold, shard_paths, storage_options)
         self._long_names: dict[int, dict[int, bytes]] = {}
         self._names: dict[int, bytes] = {}
         self._referenced: np.ndarray | None = None
@@ -87,11 +67,19 @@ class Dataset:
     @classmethod
     def open(cls, index_path: str | os.PathLike[str], shard_dir: str | os.PathLike[str] | None = None,
              check_rows: bool | None = None, cache_dir: str | os.PathLike[str] | None = None,
-             key_index: bool = True) -> Dataset:
-        """Open a fold; ``key_index`` attaches its cached key index if a fresh one exists (a stat and a header read)."""
-        index = read_taridx(index_path, check_rows=check_rows)
-        folder = shard_dir if shard_dir is not None else Path(index_path).resolve().parent
-        ds = cls(index, find_shards(folder, fold_name(index_path)), cache_dir)
+             key_index: bool = True, storage_options: dict | None = None) -> Dataset:
+        """Open a fold (paths or URLs); ``key_index`` attaches its cached key index if a fresh one exists.
+
+        Shards are looked for beside the index, or in ``shard_dir`` (a folder or URL prefix);
+        ``storage_options`` go to fsspec for every URL.
+        """
+        index = read_taridx(index_path, check_rows=check_rows, storage_options=storage_options)
+        try:
+            folder = shard_dir if shard_dir is not None else parent(index_path)
+            ds = cls(index, find_shards(folder, fold_name(index_path), storage_options), cache_dir, storage_options)
+        except BaseException:
+            index.close()
+            raise
         if key_index:
             ds.open_key_index()
         return ds
@@ -110,7 +98,7 @@ class Dataset:
         return self.index.extensions
 
     @property
-    def shard_paths(self) -> dict[int, Path]:
+    def shard_paths(self) -> dict[int, Path | str]:
         return dict(self._shards)
 
     def referenced_fids(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
@@ -141,23 +129,28 @@ class Dataset:
     def has_shard(self, fid: int) -> bool:
         return fid in self._shards
 
-    def _map(self, fid: int) -> mmap.mmap:
-        mapped = self._maps.get(fid)
-        if mapped is None:
-            path = self._shards.get(fid)
-            if path is None:
-                raise MissingShardError(self.path, [self.shard_name(fid)])
-            try:
-                with open(path, "rb") as fh:
-                    if os.fstat(fh.fileno()).st_size == 0:
-                        raise DatasetError(f"{path}: shard is empty")
-                    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except FileNotFoundError:  # deleted or renamed since the fold was opened
-                raise MissingShardError(self.path, [self.shard_name(fid)]) from None
-            except OSError as exc:
-                raise DatasetError(f"{path}: cannot read the shard: {exc.strerror or exc}") from None
-            self._maps[fid] = mapped
-        return mapped
+    def _source(self, fid: int) -> RangedSource:
+        return self.shard_set.source(fid)
+
+    def shard_map(self, fid: int) -> mmap.mmap:
+        """A local shard's read-only mmap, for passes that read payloads in place (stats, dedup, export).
+
+        Raises MissingShardError, or DatasetError for an empty or remote shard (those passes read
+        local folds; copy remote shards first)."""
+        source = self._source(fid)
+        if not isinstance(source, LocalSource):
+            raise DatasetError(f"{source.name}: the shard is remote; this pass reads local shards in place "
+                               "(copy the fold first)")
+        if source.mapping is None:
+            raise DatasetError(f"{source.name}: shard is empty")
+        return source.mapping
+
+    def long_member_names(self, fid: int) -> dict[int, bytes]:
+        """Header offset -> full name, for the shard's members whose names do not fit their tar header."""
+        names = self._long_names_of(fid)
+        if isinstance(names, RemoteLongNames):
+            self.shard_map(fid)  # the remote shard's error
+        return names
 
     # -- rows -> bytes and names --------------------------------------------------------------
     def _check_row(self, row: int) -> np.void:
@@ -165,14 +158,29 @@ class Dataset:
             raise DatasetError(f"{self.path}: row {row} out of range (0..{self.n_rows - 1})")
         return self.rows[row]
 
-    def read_payload(self, row: int) -> bytes:
+    def _payload_range(self, row: int) -> tuple[RangedSource, int, int, int]:
+        """(shard, fid, offset, size) of a row's payload, checked against its shard's size."""
         rec = self._check_row(row)
         fid, offset, size = int(rec["fid"]), int(rec["offset"]), int(rec["size"])
-        mapped = self._map(fid)
-        if offset + BLOCK + size > len(mapped):
-            raise DatasetError(f"{self._shards[fid]}: row {row} payload [{offset + BLOCK}, {offset + BLOCK + size}) "
-                               f"lies past the end of the shard ({len(mapped)} bytes)")
-        return bytes(mapped[offset + BLOCK : offset + BLOCK + size])
+        source = self._source(fid)
+        if offset + BLOCK + size > source.size:
+            raise DatasetError(f"{source.name}: row {row} payload [{offset + BLOCK}, {offset + BLOCK + size}) "
+                               f"lies past the end of the shard ({source.size} bytes)")
+        return source, fid, offset + BLOCK, size
+
+    def read_payload(self, row: int) -> bytes:
+        source, _, start, size = self._payload_range(row)
+        return bytes(source.read(start, size))
+
+    def read_payloads(self, rows: np.ndarray | list[int]) -> list[bytes]:
+        """Payloads of many rows: one batched ranged read per remote shard (a sample, an audit's picks)."""
+        wanted = [self._payload_range(int(r))[1:] for r in np.asarray(rows, dtype=np.int64).tolist()]
+        out: list[bytes] = [b""] * len(wanted)
+        for fid in sorted({w[0] for w in wanted}):
+            picks = [i for i, w in enumerate(wanted) if w[0] == fid]
+            for i, data in zip(picks, self.shard_set.read_many(fid, [wanted[i][1:] for i in picks])):
+                out[i] = data
+        return out
 
     def ext_of(self, row: int) -> str:
         extid = int(self._check_row(row)["extid"])
@@ -185,31 +193,30 @@ class Dataset:
     def _long_names_of(self, fid: int) -> dict[int, bytes]:
         names = self._long_names.get(fid)
         if names is None:
-            try:
-                scan = scan_tar(self._shards[fid])
-                names = {int(scan.header_offsets[r]): full for r, full in scan.full_names.items()}
-            except Exception:  # noqa: BLE001 - a damaged shard still shows the names its headers hold
-                names = {}
-            self._long_names[fid] = names
+            names = self._long_names[fid] = long_names_of(self._source(fid))
         return names
 
-    def member_name_bytes(self, row: int) -> bytes:
+    def member_name_bytes(self, row: int, header_only: bool = False) -> bytes:
+        """The member's full name. ``header_only``: the caller knows that no long-name header
+        precedes the member's own (see ``content.names``), so the shard is not scanned for them."""
         cached = self._names.get(row)
         if cached is not None:
             return cached
         rec = self._check_row(row)
         fid, offset = int(rec["fid"]), int(rec["offset"])
-        mapped = self._map(fid)
-        if offset + BLOCK > len(mapped):
-            raise DatasetError(f"{self._shards[fid]}: row {row} header offset {offset} lies past the end of the shard")
-        name = self._long_names_of(fid).get(offset)
-        if name is None:
-            header = bytes(mapped[offset : offset + BLOCK])
+        source = self._source(fid)
+        if offset + BLOCK > source.size:
+            raise DatasetError(f"{source.name}: row {row} header offset {offset} lies past the end of the shard")
+        names = {} if header_only else self._long_names_of(fid)
+        name = names.get(offset)
+        if name is None or isinstance(names, RemoteLongNames):  # a remote long name is checked against its header
+            header = names.header(offset) if isinstance(names, RemoteLongNames) else bytes(source.read(offset, BLOCK))
             if not header_checksum_ok(header):  # a stale row: show nothing rather than payload bytes
-                raise DatasetError(f"{self._shards[fid]}: row {row}: no valid tar header at offset {offset}")
+                raise DatasetError(f"{source.name}: row {row}: no valid tar header at offset {offset}")
+        if name is None:
             name = header[:NAME_LEN].split(b"\0", 1)[0]
-            if mapped[offset + 257 : offset + 263] == b"ustar\x00":
-                prefix = bytes(mapped[offset + 345 : offset + 500]).split(b"\0", 1)[0]
+            if header[257:263] == b"ustar\x00":
+                prefix = header[345:500].split(b"\0", 1)[0]
                 if prefix:
                     name = prefix + b"/" + name
         if len(self._names) >= _NAME_CACHE_LIMIT:
@@ -219,8 +226,10 @@ class Dataset:
 
     def member_names(self, rows: np.ndarray | list[int]) -> list[str]:
         """Full member names (read lazily from the tar headers); '' for rows whose shard is missing."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self._prefetch_names(rows)
         out = []
-        for row in np.asarray(rows, dtype=np.int64).tolist():
+        for row in rows.tolist():
             try:
                 out.append(decode_name(self.member_name_bytes(row)))
             except DatasetError:
@@ -229,8 +238,10 @@ class Dataset:
 
     def stem_names(self, rows: np.ndarray | list[int]) -> list[str]:
         """Stems of ``rows``, from the member names; crash stems come from the crash table when shards are missing."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self._prefetch_names(rows)
         out = []
-        for row in np.asarray(rows, dtype=np.int64).tolist():
+        for row in rows.tolist():
             try:
                 out.append(decode_name(split_name(self.member_name_bytes(row))[0]))
             except DatasetError:
@@ -238,6 +249,20 @@ class Dataset:
                 known = 0 < crashid <= len(self.index.crash_stems)  # an unchecked row may name no crash stem
                 out.append(self.index.crash_stems[crashid - 1] if known else "")
         return out
+
+    def _prefetch_names(self, rows: np.ndarray) -> None:
+        """Remote shards: the headers (and long names) of many rows in one batched read per shard."""
+        rows = rows[(rows >= 0) & (rows < self.n_rows)]
+        if not len(rows) or not any(is_url(p) for p in self._shards.values()):
+            return
+        recs = self.rows[rows]
+        for fid in np.unique(recs["fid"]).tolist():
+            if is_url(self._shards.get(fid, "")):
+                try:
+                    names = self._long_names_of(fid)
+                except DatasetError:
+                    continue  # named per row below, as without the prefetch
+                names.prefetch(recs["offset"][recs["fid"] == fid].astype(np.int64).tolist())
 
     # -- stems and samples ------------------------------------------------------------------------
     def stem_key(self, stem: str) -> tuple[int, int]:
@@ -288,33 +313,37 @@ class Dataset:
         return built
 
     # -- stems and samples ------------------------------------------------------------------------
-    def lookup_stem(self, stem: str, chunk: int = 1 << 22) -> np.ndarray:
+    def lookup_stem(self, stem: str, chunk: int = SCAN_CHUNK_ROWS, cancel: CancelToken | None = None) -> np.ndarray:
         """Rows of the sample whose stem is exactly ``stem`` (empty if none), ascending."""
-        return self.lookup_key(*self.stem_key(stem), chunk=chunk)
+        return self.lookup_key(*self.stem_key(stem), chunk=chunk, cancel=cancel)
 
-    def lookup_key(self, keyhash: int, crashid: int, chunk: int = 1 << 22) -> np.ndarray:
+    def lookup_key(self, keyhash: int, crashid: int, chunk: int = SCAN_CHUNK_ROWS,
+                   cancel: CancelToken | None = None) -> np.ndarray:
         """Rows with this (keyhash, crashid): through the key index when attached, else a scan."""
         key_index = self.key_index
         if key_index is not None:
             return key_index.lookup(keyhash, crashid)
-        return self.scan_key(keyhash, crashid, chunk)
+        return self.scan_key(keyhash, crashid, chunk, cancel)
 
     def rows_of_sample(self, row: int) -> np.ndarray:
         """Every row of the sample that ``row`` belongs to, ascending."""
         rec = self._check_row(row)
         return self.lookup_key(int(rec["keyhash"]), int(rec["crashid"]))
 
-    def scan_key(self, keyhash: int, crashid: int, chunk: int = 1 << 22) -> np.ndarray:
-        """Rows with this (keyhash, crashid), by a scan of the keyhash column.
+    def scan_key(self, keyhash: int, crashid: int, chunk: int = SCAN_CHUNK_ROWS,
+                 cancel: CancelToken | None = None) -> np.ndarray:
+        """Rows with this (keyhash, crashid), by a scan of the keyhash column (cancel checked between chunks).
 
-        Memory-bound, so chunks go to two threads (numpy releases the GIL while
-        comparing) to use both cores on big indexes. Each chunk's pages are released
-        behind it, so the resident size stays at a few chunks.
+        Memory-bound (all rows are read: a key in every 32 bytes), so chunks go to two
+        threads (numpy releases the GIL) and their pages are released behind them. At 100M
+        rows the mapping costs about what resident rows do; ``pread`` into a buffer cost more.
         """
         kh, cid = self.rows["keyhash"], self.rows["crashid"]
         target = np.uint64(keyhash)
 
         def scan(start: int) -> np.ndarray:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
             match = np.flatnonzero(kh[start : start + chunk] == target)
             found = match[cid[start + match] == crashid] + start
             self.index.release_rows(start, start + chunk)  # a scan of a 32 GB index must not stay resident
@@ -343,9 +372,7 @@ class Dataset:
             yield groups.rows_of(i)
 
     def close(self) -> None:
-        for mapped in self._maps.values():
-            mapped.close()
-        self._maps.clear()
+        self.shard_set.close()
         if self.key_index is not None:
             self.key_index.close()
         self.index.close()

@@ -35,6 +35,31 @@ class Decoded:
     kind: str  # image | json | text | array | label | pickle | table | bytes
     value: Any
     description: str
+    role: str = ""  # "labels": an integer array of class ids (a segmentation mask), one colour per id
+
+
+def looks_like_text(data: bytes | memoryview, sample: int = 4096) -> bool:
+    """UTF-8 without NULs or other control bytes besides tab, newline, CR and form feed (a README)."""
+    head = bytes(data[:sample])
+    if not head or b"\0" in head:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not just a character cut at the sample's end
+            return False
+        text = head[:exc.start].decode("utf-8")
+    controls = sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\f")
+    return controls == 0
+
+
+def _text_or_json(data: bytes | memoryview, meta: dict | None = None) -> Decoded:
+    """Text whose content is JSON (``{`` or ``[`` first) shown as JSON, other text as text."""
+    if bytes(data[:64]).lstrip()[:1] in (b"{", b"["):
+        got = decode_json(data, meta)
+        if got.kind == "json":
+            return got
+    return decode_text(data, meta)
 
 
 def _image_extensions() -> set[str]:
@@ -148,7 +173,7 @@ def _decode_seg(bits: int) -> Callable[[bytes, dict | None], Decoded]:
             mask = np.zeros(pixels.shape[:2], np.uint32)
             for ch in range(n_ch):  # as the reference packs them: R is the high byte, e.g. R*65536 + G*256 + B
                 mask |= pixels[..., ch].astype(np.uint32) << np.uint32(8 * (n_ch - 1 - ch))
-        return Decoded("array", mask, _describe_array(mask, f"seg{bits} mask"))
+        return Decoded("array", mask, _describe_array(mask, f"seg{bits} mask"), role="labels")
 
     return decode
 
@@ -250,6 +275,8 @@ def decode_typed_array(data: bytes, meta: dict | None = None) -> Decoded:
         raise DecodeError(f"array payload without a usable dtype: {exc}") from None
     if len(data) % dtype.itemsize:
         raise DecodeError(f"{len(data)} bytes are not a whole number of {dtype} elements")
+    if dtype.itemsize == 1 and dtype.kind in "iu" and looks_like_text(data, len(data)):
+        return _text_or_json(data, meta)  # tskit keeps metadata, schemas and provenance as JSON in int8/uint8
     arr = np.frombuffer(bytes(data), dtype)
     key = meta.get("key")
     return Decoded("array", arr, _describe_array(arr, f"array '{key}'" if key else "array"))
@@ -300,6 +327,8 @@ def decode(data: bytes | memoryview, ext: str, meta: dict | None = None) -> Deco
     decoder = decoder_for(ext)
     if not data and decoder not in (decode_bytes, decode_text, decode_json):
         return Decoded("bytes", b"", "empty payload")
+    if decoder is decode_bytes and looks_like_text(data):  # README, LICENSE, a .cfg: no extension says text
+        decoder = _text_or_json
     try:
         return decoder(data, meta)
     except DecodeError:

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import logging
-import multiprocessing
 import os
 import queue
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,22 +75,39 @@ class ExecutorSpec:
         return ThreadRunner(jobs)
 
 
-class TaskRunner:
+class TaskRunner(ABC):
     """Runs tasks somewhere and hands their results back as they complete."""
 
     in_process = False  # tasks run in this process: they may take callbacks and cancel tokens
     local_workers: int | None = 1  # tasks sharing this machine's cores at once (None: they run elsewhere)
 
+    @abstractmethod
     def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None) -> TaskResults:
         """Submit ``fn(*args)`` for every tuple of ``tasks`` now; iterate the results as they complete.
 
         Close the returned iterator when done with it (``try/finally``): that cancels the
         tasks not yet started, after an error or a cancel.
         """
+
+    def close(self) -> None:
+        """Release workers; waits for running tasks (a thread or process cannot be stopped mid-task)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FutureRunner(TaskRunner):
+    """A runner whose tasks are futures: submitted together, fetched and cancelled by :class:`TaskResults`."""
+
+    def run(self, fn: Callable[..., Any], tasks: Sequence[tuple], cancel: CancelToken | None = None) -> TaskResults:
         return TaskResults(self, self._submit(fn, tasks), cancel)
 
+    @abstractmethod
     def _submit(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
-        raise NotImplementedError
+        """One future per task, in the order of ``tasks``."""
 
     def cancel_futures(self, futures: list) -> None:
         for f in futures:
@@ -107,15 +123,6 @@ class TaskRunner:
                 out.append((f, None, exc))
         return out
 
-    def close(self) -> None:
-        """Release workers; waits for running tasks (a thread or process cannot be stopped mid-task)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class TaskResults:
     """``(task number, result, None)`` or ``(task number, None, exception)`` in completion order.
@@ -125,7 +132,7 @@ class TaskResults:
     has just died, was seen to wait forever.
     """
 
-    def __init__(self, runner: TaskRunner, futures: list, cancel: CancelToken | None) -> None:
+    def __init__(self, runner: FutureRunner, futures: list, cancel: CancelToken | None) -> None:
         self.runner, self.futures, self.cancel = runner, futures, cancel
         self.number = {id(f): i for i, f in enumerate(futures)}
         self.done: queue.Queue = queue.Queue()
@@ -165,7 +172,7 @@ class TaskResults:
             self.runner.cancel_futures(pending)
 
 
-class _PoolRunner(TaskRunner):
+class _PoolRunner(FutureRunner):
     pool: Executor
 
     def _submit(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
@@ -187,12 +194,15 @@ class ProcessRunner(_PoolRunner):
     def __init__(self, workers: int) -> None:
         self.local_workers = max(1, workers)
         # Not fork: the GUI and Dask run threads, and a forked copy of a threaded process can deadlock.
+        import multiprocessing  # here, not at the top: `itarcore index` with threads starts ~20 ms sooner
+        from concurrent.futures import ProcessPoolExecutor
+
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         self.pool = ProcessPoolExecutor(max_workers=self.local_workers,
                                         mp_context=multiprocessing.get_context(method))
 
 
-class DaskRunner(TaskRunner):
+class DaskRunner(FutureRunner):
     """Tasks on a Dask distributed cluster; owns (and closes) the client and any LocalCluster it started."""
 
     local_workers = None  # each task gets a worker thread of its own, wherever that is
@@ -213,6 +223,8 @@ class DaskRunner(TaskRunner):
             except (OSError, TimeoutError) as exc:
                 raise ExecutorError(f"dask scheduler {address}: cannot connect ({exc})") from exc
             return cls(client, own_client=True)
+        import logging  # here, not at the top: only a local cluster needs it
+
         # Loopback only; its HTTP endpoint (health, a dashboard if bokeh is installed) on any free port.
         try:
             cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,

@@ -71,7 +71,21 @@ class ProgressReporter:
     min_interval: float = 0.05
     _start: float = field(default_factory=time.perf_counter)
     _last: float = 0.0
+    _last_note: float = float("-inf")
     done: int = 0
+
+    def announce(self, current: str = "", message: str = "", force: bool = False) -> None:
+        """Say what is being done before (or between) counted steps, e.g. cache look-ups.
+
+        Rate-limited on its own clock, so it never delays the next ``update``.
+        """
+        if self.cancel is not None:
+            self.cancel.raise_if_cancelled()
+        now = time.perf_counter()
+        if self.callback is None or (not force and now - self._last_note < self.min_interval):
+            return
+        self._last_note = now
+        self.callback(Progress(self.done, self.total, self.unit, current, 0.0, message))
 
     def update(self, done: int, current: str = "", message: str = "", force: bool = False) -> None:
         self.done = done

@@ -3,15 +3,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-# Set before anything imports Qt: tests never need a screen.
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Set before anything imports Qt: tests never need a screen. Offscreen's default screen is 800×800;
+# a 1920×1080 one is what the window's 1440×900 default size is meant for.
+if "QT_QPA_PLATFORM" not in os.environ:
+    from app.main import offscreen_with_screen
+
+    os.environ["QT_QPA_PLATFORM"] = offscreen_with_screen(1920, 1080)
 
 DATA = Path(__file__).parent / "data"
+# bench/synthetic.py (synthetic indexes, page-cache eviction, the GUI stall meter) serves tests too
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 
 @pytest.fixture
@@ -67,3 +74,40 @@ def scan_route(request, monkeypatch) -> str:
         pytest.skip("numba is not installed (the 'fast' extra), so there are no compiled kernels")
     monkeypatch.setenv("ITARCORE_JIT", "0" if request.param == "numpy" else "1")
     return request.param
+
+
+# -- remote storage: loopback S3 (moto) and HTTP range servers, started once per session ------------------
+@pytest.fixture(scope="session")
+def _s3_server_session():
+    pytest.importorskip("moto.server", reason="the 'test' extra (moto[server]) runs the loopback S3 server")
+    pytest.importorskip("s3fs", reason="the 'remote' extra (s3fs) reads S3")
+    from remote_servers import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_server(_s3_server_session):
+    """moto S3 on 127.0.0.1: ``.storage_options`` for s3fs, ``.upload(folder) -> s3://bucket/prefix``."""
+    return _s3_server_session
+
+
+@pytest.fixture(scope="session")
+def _http_server_session(tmp_path_factory):
+    pytest.importorskip("aiohttp", reason="the 'remote' extra (fsspec + aiohttp) reads HTTP")
+    from remote_servers import RangeHTTPServer
+
+    server = RangeHTTPServer(tmp_path_factory.mktemp("http-root"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def http_server(_http_server_session):
+    """A Range-capable HTTP server on 127.0.0.1: ``.serve(folder) -> URL``; faults (``.ignores_range()``,
+    ``.fails_n_times(503, n)``, ``.cuts_short()``, ``.slow(seconds)``) last until the test ends."""
+    _http_server_session.reset()
+    yield _http_server_session
+    _http_server_session.reset()

@@ -1,4 +1,4 @@
-"""Qt adapter over a Document's header fields: name, offset, size, type, value."""
+"""Qt adapter over a Document's header fields: name, value, offset, size, type."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +17,8 @@ class HeaderModel(QAbstractTableModel):
         super().__init__(parent)
         self.fields = list(fields)
         self.grouped = len({f.group for f in self.fields}) > 1
-        self.titles = (["Group"] if self.grouped else []) + ["Field", "Offset", "Size", "Type", "Value"]
+        # the value is what people look for: right after the field's name, not behind offset, size and type
+        self.titles = (["Group"] if self.grouped else []) + ["Field", "Value", "Offset", "Size", "Type"]
 
     def rowCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.fields)
@@ -38,9 +39,9 @@ class HeaderModel(QAbstractTableModel):
                 return f"{f.offset:,}"
             if title == "Size":
                 return f"{f.size:,}"
-            if title == "Type":
-                return f.type
-            return f.text
+            if title == "Value":
+                return f.text
+            return f.type
         if role == Qt.ItemDataRole.ToolTipRole:
             raw = repr(f.value) if not isinstance(f.value, (bytes, bytearray)) else f.value.hex(" ")
             return f"{f.name} at byte {f.offset} (0x{f.offset:x}), {f.size} bytes, {f.type}\n{f.text}\nraw: {raw}"

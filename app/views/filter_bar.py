@@ -5,28 +5,15 @@ computes the numpy mask in a worker.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from app.models.row_selection import RowFilter
+from itarcore.content.selection import parse_size
 from itarcore.document import Table
 
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 MAX_ENUM_CHOICES = 2000  # a combo box with more labels is no use; such columns get no combo
-
-
-def parse_size(text: str) -> int | None:
-    """'1500' -> 1500, '10k' -> 10240, '1.5M' -> 1572864; '' -> None. Raises ValueError otherwise."""
-    if not text.strip():
-        return None
-    m = _SIZE_RE.match(text)
-    if not m:
-        raise ValueError(f"not a size: {text!r} (use digits with an optional k, M, G suffix)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 class FilterBar(QWidget):

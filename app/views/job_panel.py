@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QThreadPool
-from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from app.views.errors import show_error
 from app.views.panels import FormatPanel
@@ -31,9 +31,35 @@ class JobPanel(FormatPanel):
         self.summary = QLabel()
         self.summary.setWordWrap(True)
 
+    def job_bar(self, *leading: QWidget) -> QHBoxLayout:
+        """A row of ``leading`` widgets (the run buttons), then the progress bar and Cancel."""
+        bar = QHBoxLayout()
+        for widget in leading:
+            bar.addWidget(widget)
+        bar.addWidget(self.progress, 1)
+        bar.addWidget(self.cancel_button)
+        return bar
+
+    def _lay_out(self, *rows: QLayout, body: QWidget) -> None:
+        """The panel's layout: ``rows`` of controls, the summary, then ``body`` taking the rest; idle."""
+        layout = QVBoxLayout(self)
+        for row in rows:
+            layout.addLayout(row)
+        layout.addWidget(self.summary)
+        layout.addWidget(body, 1)
+        self._set_running(False)
+
     def error_path(self) -> str:
         """The file an error dialog names."""
         return self.document.path
+
+    def _begin(self, text: str) -> bool:
+        """Before starting a job: False while one runs; else an indeterminate bar and ``text`` as the summary."""
+        if self.worker is not None:
+            return False
+        self.progress.setRange(0, 0)
+        self.summary.setText(text)
+        return True
 
     def _run(self, worker: JobWorker, on_result: Callable[[Any], None]) -> None:
         worker.progressed.connect(self._on_progress)

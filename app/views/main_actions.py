@@ -4,13 +4,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QInputDialog, QMenu
 
 from app.style import THEMES, apply_theme
 from app.views.errors import show_error
+from app.views.open_url_dialog import OpenUrlDialog
 from app.views.settings import recent_files
+from itarcore.storage import basename, display_name, is_url
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
@@ -27,6 +29,7 @@ class MainActions(QObject):
 
         file_menu = mb.addMenu("&File")
         self.open = self._action(file_menu, "&Open…", window_fn=self.open_dialog, key=S.Open)
+        self.open_url = self._action(file_menu, "Open &URL…", window_fn=self.open_url_dialog, key="Ctrl+Shift+O")
         self.recent_menu = QMenu("Open &Recent", file_menu)
         self.recent_menu.setObjectName("recentMenu")
         file_menu.addMenu(self.recent_menu)
@@ -36,6 +39,8 @@ class MainActions(QObject):
         self.convert = self._action(file_menu, "Con&vert…", window_fn=self.convert_dialog, key="Ctrl+Shift+C")
         self.compare = self._action(file_menu, "Co&mpare with…", window_fn=self.compare_dialog)
         self.export = self._action(file_menu, "&Export Rows to CSV…", window_fn=self.export_csv, key="Ctrl+E")
+        self.export_subset = self._action(file_menu, "Export &Subset…", window_fn=self.export_subset_dialog,
+                                          key="Ctrl+Shift+E")
         file_menu.addSeparator()
         self.reload = self._action(file_menu, "Re&load", window_fn=window.reload, key=S.Refresh)
         self.close = self._action(file_menu, "&Close File", window_fn=window.close_document, key=S.Close)
@@ -89,17 +94,20 @@ class MainActions(QObject):
     def set_document_open(self, is_open: bool) -> None:
         for act in (self.export, self.reload, self.close, self.copy, self.goto, self.find, self.clear):
             act.setEnabled(is_open)
-        self.compare.setEnabled(is_open and self.w.document is not None and self.w.document.format == "taridx")
+        taridx = is_open and self.w.document is not None and self.w.document.format == "taridx"
+        self.compare.setEnabled(taridx)
+        self.export_subset.setEnabled(taridx)
 
     def set_opening(self, busy: bool) -> None:
         self.open.setEnabled(not busy)
+        self.open_url.setEnabled(not busy)
         self.demo.setEnabled(not busy)
         self.recent_menu.setEnabled(not busy)
 
     def set_recent(self, files: list[str]) -> None:
         self.recent_menu.clear()
         for i, path in enumerate(files):
-            act = self.recent_menu.addAction(f"&{i + 1 if i < 9 else 0}  {os.path.basename(path)}")
+            act = self.recent_menu.addAction(f"&{i + 1 if i < 9 else 0}  {basename(path)}")
             act.setToolTip(path)
             act.setStatusTip(path)
             act.triggered.connect(lambda _=False, p=path: self.w.open_path(p))
@@ -107,10 +115,18 @@ class MainActions(QObject):
 
     # ---- dialogs ---------------------------------------------------------------------------
     def open_dialog(self) -> None:
-        start = os.path.dirname(self.w.path) if self.w.path else ""
+        start = os.path.dirname(self.w.path) if self.w.path and not is_url(self.w.path) else ""
         path, _ = QFileDialog.getOpenFileName(self.w, "Open index file", start, FILE_FILTER)
         if path:
             self.w.open_path(path)
+
+    def open_url_dialog(self) -> OpenUrlDialog:
+        """File → Open URL…: the dialog opens its URL with its storage options (kept for this session only)."""
+        dialog = OpenUrlDialog(self.w.settings, self.w, url=display_name(self.w.path) if is_url(self.w.path) else "")
+        dialog.accepted.connect(lambda: self.w.open_path(dialog.url, dialog.storage_options()))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def build_index(self) -> None:
         try:
@@ -144,19 +160,27 @@ class MainActions(QObject):
         except ImportError as exc:
             show_error(self.w, "Convert", "", f"The convert dialog is not available: {exc}")
             return
-        ConvertDialog(self.w).open()
+        dialog = ConvertDialog(self.w)
+        dialog.openResult.connect(self.w.open_path)
+        dialog.open()
 
     def compare_dialog(self) -> None:
         from app.views.formats.taridx.diff_view import compare_with
 
         compare_with(self.w)
 
+    def export_subset_dialog(self) -> None:
+        from app.views.formats.taridx.export_dialog import open_export_dialog
+
+        open_export_dialog(self.w)
+
     def export_csv(self) -> None:
         tab = self.w.current_tab()
         if tab is None:
             return
-        base = os.path.splitext(os.path.basename(self.w.path))[0]
-        start = os.path.join(os.path.dirname(self.w.path), f"{base}-{tab.table.name}.csv")
+        base = os.path.splitext(basename(display_name(self.w.path)))[0]
+        folder = "" if is_url(self.w.path) else os.path.dirname(self.w.path)  # a remote file's CSV goes local
+        start = os.path.join(folder, f"{base}-{tab.table.name}.csv")
         path, _ = QFileDialog.getSaveFileName(self.w, "Export rows to CSV", start, "CSV (*.csv)")
         if path:
             tab.export(path)

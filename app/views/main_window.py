@@ -8,30 +8,28 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QVBoxLayout, QWidget
 
 from app.style import app_icon
 from app.views.about import show_about
+from app.views.dock_layout import DockLayout
 from app.views.errors import describe_error, show_error
 from app.views.header_view import HeaderPanel
-from app.views.hex_view import HexPane
+from app.views.hex import HexPane
 from app.views.main_actions import MainActions
 from app.views.panels import FormatPanel, panels_for
 from app.views.preview import PayloadPreview
+from app.views.record_follower import RecordFollower
+from app.views.remote_session import RemoteSession, dropped_target, open_for_browsing
 from app.views.settings import add_recent_file, app_settings
+from app.views.start_page import StartPage
 from app.views.status import StatusArea, WarningBanner
 from app.views.table_tab import TableTab
 from app.workers import JobWorker
-from itarcore.document import Document, open_document
-from itarcore.errors import ItarError
-
-PREVIEW_DEBOUNCE_MS = 30
-
-
-# Bump when the default dock arrangement changes, so layouts saved by older versions are not restored.
-LAYOUT_VERSION = 2
+from itarcore.document import Document
+from itarcore.storage import basename, display_name, is_url
 
 
 class MainWindow(QMainWindow):
@@ -50,7 +48,6 @@ class MainWindow(QMainWindow):
         self.path = ""
         self.tabs_by_name: dict[str, TableTab] = {}
         self.panels: list[FormatPanel] = []
-        self._panel_docks: list[QDockWidget] = []
         self._open_worker: JobWorker | None = None
         self._jobs: set[JobWorker] = set()
         self._populating = False
@@ -60,81 +57,80 @@ class MainWindow(QMainWindow):
         self.tabs.setObjectName("tableTabs")
         self.tabs.setDocumentMode(True)
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        central = QWidget(self)
-        lay = QVBoxLayout(central)
+        self.document_view = QWidget(self)
+        lay = QVBoxLayout(self.document_view)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(self.banner)
         lay.addWidget(self.tabs, 1)
-        self.setCentralWidget(central)
+        self.setCentralWidget(self.document_view)
 
         self.header_panel = HeaderPanel(self)
         self.hex_pane = HexPane(self)
         self.preview = PayloadPreview(self)
-        # header and hex side by side under the grids; the preview spans the full height on the right
-        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.header_dock = self._dock("Header", "headerDock", self.header_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.hex_dock = self._dock("Hex", "hexDock", self.hex_pane, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.splitDockWidget(self.header_dock, self.hex_dock, Qt.Orientation.Horizontal)
-        self.preview_dock = self._dock("Preview", "previewDock", self.preview, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.layout_ = DockLayout(self, self.settings)
+        self.header_dock = self.layout_.add("Header", "headerDock", self.header_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.hex_dock = self.layout_.add("Hex", "hexDock", self.hex_pane, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.preview_dock = self.layout_.add("Preview", "previewDock", self.preview, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.layout_.arrange(self.header_dock, self.hex_dock, self.preview_dock)
         self.header_panel.fieldSelected.connect(self.hex_pane.show_range)
         self.hex_pane.byteClicked.connect(self.header_panel.select_offset)
         self.preview.previewReady.connect(self.previewSettled)
+        self.remote = RemoteSession(self)
 
         self.status = StatusArea(self.statusBar(), self)
         self.status.cancelRequested.connect(self._cancel_jobs)
         self.actions_ = MainActions(self)
-        self._preview_timer = QTimer(self, singleShot=True, interval=PREVIEW_DEBOUNCE_MS)
-        self._preview_timer.timeout.connect(self._feed_preview)
-        self._preview_row: tuple[TableTab, int] | None = None
-        self.resize(1440, 900)
-        self._size_docks()
-        self._default_state = self.saveState()
-        geometry = self.settings.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        self._restore_layout()
+        self.follower = RecordFollower(self)
+        self.header_panel.showInHex.connect(self.follower.highlight_bytes)
+        self.resize(self.layout_.default_size())
+        self.layout_.size_docks()
+        self.layout_.restore_geometry()
+        self.layout_.restore()
+        # over the docks and grids until a file is open: the dock layout itself is left as the user set it
+        self.start_page = StartPage(self)
+        self._show_start_page()
         self._update_title()
 
-    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        return dock
+    def _show_start_page(self) -> None:
+        self.start_page.refresh()
+        self._place_start_page()
+        self.start_page.show()
+        self.start_page.raise_()
 
-    def _size_docks(self) -> None:
-        preview_w = max(380, self.width() * 27 // 100)  # the grid and header fields get the rest
-        hex_w = self.hex_pane.minimum_width_hint()
-        self.resizeDocks([self.preview_dock], [preview_w], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.header_dock], [max(260, self.height() // 3)], Qt.Orientation.Vertical)
-        rest = max(300, self.width() - preview_w - hex_w)
-        self.resizeDocks([self.header_dock, self.hex_dock], [rest, hex_w], Qt.Orientation.Horizontal)
+    def _place_start_page(self) -> None:
+        top = self.menuBar().geometry().bottom() + 1 if self.menuBar().isVisible() else 0
+        bottom = self.statusBar().geometry().top() if self.statusBar().isVisible() else self.height()
+        self.start_page.setGeometry(0, top, self.width(), max(0, bottom - top))
 
-    def _restore_layout(self) -> bool:
-        state = self.settings.value("window/state")
-        return state is not None and bool(self.restoreState(state, LAYOUT_VERSION))
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_start_page()
+
+    @property
+    def _panel_docks(self) -> list[QDockWidget]:
+        return self.layout_.panel_docks
 
     def save_layout(self) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
-        self.settings.sync()
+        self.layout_.save()
 
     def reset_layout(self) -> None:
-        self.restoreState(self._default_state)
-        self._size_docks()
-        for dock in self._panel_docks:
-            dock.show()
+        self.layout_.reset()
+        self.start_page.raise_()
 
     # ---- opening ------------------------------------------------------------------------
-    def open_path(self, path: str) -> None:
-        """Open ``path`` in a worker (format by magic); documentOpened or openFailed follows."""
-        path = os.path.abspath(os.fspath(path))
+    def open_path(self, path: str, storage_options: dict | None = None) -> None:
+        """Open a file or URL in a worker (format by magic); documentOpened or openFailed follows.
+
+        ``storage_options`` (fsspec) for a URL are kept for this session only; without them a URL
+        opened before in this session reuses its options.
+        """
+        path = os.fspath(path) if is_url(path) else os.path.abspath(os.fspath(path))
         if self._open_worker is not None:
             return  # one open at a time; the menu is disabled meanwhile
-        self.status.show_message(f"Opening {path}…")
-        worker = JobWorker(open_document, path, pass_progress=False)
+        self.remote.remember(path, storage_options)
+        self.status.show_message(f"Opening {display_name(path)}…")
+        worker = JobWorker(open_for_browsing, path, self.remote.options_for(path), pass_progress=False)
         # the open is over when its answer arrives: `finished` is a separate event that may come later
         worker.returned.connect(lambda doc, p=path, w=worker: (self._open_finished(w), self._show_document(p, doc)))
         worker.errored.connect(lambda exc, p=path, w=worker: (self._open_finished(w), self._open_failed(p, exc)))
@@ -150,30 +146,31 @@ class MainWindow(QMainWindow):
 
     def _open_failed(self, path: str, exc: BaseException) -> None:
         problem = describe_error(path, exc)
-        self.status.show_message(f"Could not open {os.path.basename(path)}: {problem}")
-        show_error(self, "Open file", path, exc)
+        self.status.show_message(f"Could not open {basename(display_name(path))}: {problem}")
+        show_error(self, "Open file", display_name(path), exc)
         self.openFailed.emit(path, problem)
 
     def _show_document(self, path: str, doc: Document) -> None:
         self.close_document()
         self.document, self.path = doc, path
         self.header_panel.set_fields(doc.header)
-        ends = [f.offset + f.size for f in doc.header if f.offset + f.size <= 4096]
-        self.hex_pane.set_source(doc.read_bytes, doc.file_size, first=max(512, max(ends, default=0)))
+        # a remote file's pages are read by the hex pane's worker, never on the GUI thread
+        self.hex_pane.set_source(doc.read_bytes, doc.file_size, background=self.remote.attach(doc))
         self.banner.set_warnings(doc.warnings)
         self._populating = True  # tabs appear one by one: no tab change to follow until all are in
         for table in doc.tables:
             self._add_table_tab(table)
         self._populating = False
         self._add_panels(doc)
-        if not self._restore_layout():
-            self._size_docks()
+        self.start_page.hide()
+        if not self.layout_.restore():
+            self.layout_.size_docks()
         self.preview_dock.raise_()
-        self.status.set_document(path, doc)
+        self.status.set_document(display_name(path), doc)
         self.actions_.set_recent(add_recent_file(self.settings, path))
         self.actions_.set_document_open(True)
         self._update_title()
-        self.status.show_message(f"Opened {path}", 4000)
+        self.status.show_message(f"Opened {display_name(path)}", 4000)
         first = self.current_tab()
         if first is not None and first.table.n_rows:
             first.grid.go_to_view_row(0)  # something to look at straight away
@@ -187,14 +184,14 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(tab, f"{table.name} ({table.n_rows:,})")
         if table.description:
             self.tabs.setTabToolTip(self.tabs.count() - 1, table.description)
-        tab.grid.currentRowChanged.connect(lambda row, t=tab: self._on_row(t, row))
-        tab.grid.selectionCountChanged.connect(lambda n, t=tab: self._on_selection_count(t, n))
+        self.follower.watch(tab)
         tab.busy.connect(self.status.job_started)
         tab.progressed.connect(self.status.job_progress)
         tab.idle.connect(self.status.job_done)
         tab.failed.connect(lambda msg, t=tab: self._tab_failed(t, msg))
         tab.exported.connect(lambda p, n: self.status.show_message(f"Wrote {n:,} rows to {p}"))
         tab.viewApplied.connect(lambda t=tab: self.status.set_rows(t.model.n_view, t.table.n_rows))
+        tab.viewApplied.connect(lambda t=tab: [p.on_view_changed(t.table.name, t.model.view_rows) for p in self.panels])
         tab.viewPartial.connect(self.status.rows_label.setText)  # "≥ N rows (counting…)"
         if table.drill is not None:  # double-click or Enter drills down; a single click only selects
             tab.grid.rowActivated.connect(lambda view_row, t=tab: self._drill(t, view_row))
@@ -211,12 +208,8 @@ class MainWindow(QMainWindow):
     def add_panel(self, panel: FormatPanel) -> QDockWidget:
         """Dock ``panel`` as a tab beside the others; it closes with the document."""
         cls = type(panel)
-        dock = QDockWidget(panel.title, self)
-        dock.setObjectName(f"panel:{cls.__module__}.{cls.__name__}")
-        dock.setWidget(panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self.tabifyDockWidget(self._panel_docks[-1] if self._panel_docks else self.preview_dock, dock)
-        panel.highlightBytes.connect(self._highlight_bytes)
+        dock = self.layout_.add_panel(panel, panel.title, f"panel:{cls.__module__}.{cls.__name__}")
+        panel.highlightBytes.connect(self.follower.highlight_bytes)
         # a panel behind another tab is not what the user is looking at: it must not move the grid
         panel.selectRows.connect(
             lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))
@@ -224,8 +217,9 @@ class MainWindow(QMainWindow):
         panel.statusNote.connect(self.status.set_note)
         panel.filterRows.connect(self.filter_rows)
         panel.reloadRequested.connect(self.reload)
+        panel.previewRequested.connect(lambda: (self.preview_dock.show(), self.preview_dock.raise_()))
+        panel.auditReport.connect(lambda report: [p.on_audit_report(report) for p in self.panels])
         self.panels.append(panel)
-        self._panel_docks.append(dock)
         self.actions_.add_dock_toggle(dock)
         suggestion = panel.suggestion()
         if suggestion is not None:
@@ -237,19 +231,16 @@ class MainWindow(QMainWindow):
         if self.document is None:
             return
         self.save_layout()
-        self._preview_timer.stop()
-        self._preview_row = None
+        self.follower.stop()
+        self.remote.detach()
         for panel in self.panels:
             panel.shutdown()
         for tab in self.tabs_by_name.values():
             tab.shutdown()
         self.preview.clear()
-        for dock in self._panel_docks:
+        for dock in self.layout_.remove_panels():
             self.actions_.remove_dock_toggle(dock)
-            self.removeDockWidget(dock)
-            dock.deleteLater()
         self.panels.clear()
-        self._panel_docks.clear()
         self._populating = True
         while self.tabs.count():
             w = self.tabs.widget(0)
@@ -263,7 +254,9 @@ class MainWindow(QMainWindow):
         self.document.close()
         self.document, self.path = None, ""
         self.status.set_document("", None)
+        self.statusBar().clearMessage()  # "Opened …" no longer holds
         self.actions_.set_document_open(False)
+        self._show_start_page()
         self._update_title()
 
     def reload(self) -> None:
@@ -303,66 +296,8 @@ class MainWindow(QMainWindow):
         return w if isinstance(w, TableTab) else None
 
     def _on_tab_changed(self, _index: int) -> None:
-        tab = self.current_tab()
-        if tab is None or self._populating:
-            return
-        self.status.set_rows(tab.model.n_view, tab.table.n_rows)
-        row = tab.grid.current_source_row()
-        if row < 0 and tab.model.n_view:
-            tab.grid.go_to_view_row(0)  # the hex pane and preview follow this tab, not the previous one
-        else:
-            self._on_row(tab, row)
-
-    def _on_row(self, tab: TableTab, row: int) -> None:
-        if tab is not self.current_tab():
-            return
-        self.status.set_selection(tab.table, row, len(tab.grid.selected_view_rows()))
-        if row < 0:  # nothing selected here: show nothing rather than another tab's record
-            self._preview_timer.stop()
-            self._preview_row = None
-            self.hex_pane.show_range(0, 0)
-            self.preview.clear()
-            return
-        table = tab.table
-        if table.byte_range is not None:
-            try:
-                self.hex_pane.show_range(*table.byte_range(row))
-            except (ItarError, OSError) as exc:
-                self.status.show_message(describe_error(self.path, exc))
-        for panel in self.panels:
-            panel.on_row_selected(table.name, row)
-        self._preview_row = (tab, row)
-        self._preview_timer.start()
-
-    def _on_selection_count(self, tab: TableTab, count: int) -> None:
-        if tab is self.current_tab():
-            self.status.set_selection(tab.table, tab.grid.current_source_row(), count)
-
-    def _feed_preview(self) -> None:
-        if self._preview_row is None:
-            return
-        tab, row = self._preview_row
-        table = tab.table
-        name = f"{table.name} row {row:,}"
-        if table.payload is None:
-            self.preview.show_unavailable(name, f"Rows of “{table.name}” have no payload to preview.")
-        elif table.payload_available is not None and not table.payload_available(row):
-            self.preview.show_unavailable(
-                name, "Preview disabled: the file holding this row's payload is missing (see the warning above).")
-        else:
-            try:
-                payload = table.payload(row)
-            except (ItarError, OSError) as exc:
-                self.preview.show_unavailable(name, f"Could not read the payload: {describe_error(self.path, exc)}")
-            else:
-                self.preview.show_payload(payload)
-                return  # previewReady follows when the decode is on screen
-        self.previewSettled.emit()
-
-    def _highlight_bytes(self, offset: int, size: int) -> None:
-        self.hex_dock.show()
-        self.hex_dock.raise_()
-        self.hex_pane.show_range(offset, size)
+        if not self._populating:
+            self.follower.on_tab_changed()
 
     def _drill(self, tab: TableTab, view_row: int) -> None:
         table = tab.table
@@ -419,21 +354,27 @@ class MainWindow(QMainWindow):
         if self.document is None:
             self.setWindowTitle("iTar Browser")
         else:
-            self.setWindowTitle(f"{os.path.basename(self.path)} — {self.document.title} — iTar Browser")
+            self.setWindowTitle(f"{basename(display_name(self.path))} — {self.document.title} — iTar Browser")
 
     def about(self) -> None:
         show_about(self)
 
     # ---- drag and drop, closing ---------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if any(u.isLocalFile() for u in event.mimeData().urls()):
+        if dropped_target(event.mimeData()):  # a local file, or a URL dropped as a link or as text
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
-        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        if files:
+        target = dropped_target(event.mimeData())
+        if target:
             event.acceptProposedAction()
-            self.open_path(files[0])
+            self.open_path(target)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.layout_.fit_to_screen()  # the real frame size is known now
+        self.layout_.follow_screen()
+        self._place_start_page()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()

@@ -17,6 +17,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMessageBox,
+    QProgressBar,
+    QPushButton,
     QSizePolicy,
     QStackedWidget,
     QToolButton,
@@ -60,6 +62,7 @@ class PayloadPreview(QWidget):
     """Shows a :class:`Payload` by its decoded kind, or as hex on request."""
 
     previewReady = Signal()  # the current payload is on screen (decoded view or inline error)
+    fetchCancelled = Signal()  # the user cancelled the remote fetch on screen
 
     def __init__(self, parent: QWidget | None = None, debounce_ms: int = DEBOUNCE_MS) -> None:
         super().__init__(parent)
@@ -93,12 +96,15 @@ class PayloadPreview(QWidget):
         self.error_label.hide()
 
         self.placeholder = QLabel("Select a row to preview its payload.")
+        self.placeholder.setWordWrap(True)  # a long text wraps; it never widens the window
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setEnabled(False)
         self.hex_view = HexView()
+        self.fetch_page = self._fetch_page()
         self.stack = QStackedWidget()
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.hex_view)
+        self.stack.addWidget(self.fetch_page)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -127,6 +133,20 @@ class PayloadPreview(QWidget):
         self.title.setText(payload.name)
         self.description.setText(f"{describe_size(len(payload.data))} · decoding…")
         self._timer.start()
+
+    def show_fetching(self, name: str, what: str) -> None:
+        """A remote payload is on its way: a busy bar, ``what`` (e.g. "fetching 1.2 MiB…") and Cancel."""
+        self.clear()
+        self.title.setText(name)
+        self.set_fetch_text(what)
+        self.stack.setCurrentWidget(self.fetch_page)
+
+    def set_fetch_text(self, what: str) -> None:
+        self.fetch_label.setText(what)
+
+    @property
+    def fetching(self) -> bool:
+        return self.stack.currentWidget() is self.fetch_page
 
     def show_unavailable(self, name: str, reason: str) -> None:
         """No bytes to show (e.g. the shard is missing): say so instead of a preview."""
@@ -216,6 +236,26 @@ class PayloadPreview(QWidget):
         self.previewReady.emit()
 
     # -- layout ---------------------------------------------------------------
+    def _fetch_page(self) -> QWidget:
+        page = QWidget()
+        self.fetch_label = QLabel(page)
+        self.fetch_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.fetch_label.setWordWrap(True)
+        self.fetch_bar = QProgressBar(page)
+        self.fetch_bar.setRange(0, 0)  # busy: a remote read reports no progress until it is done
+        self.fetch_bar.setTextVisible(False)
+        self.fetch_bar.setMaximumWidth(240)
+        self.cancel_fetch = QPushButton("Cancel", page)
+        self.cancel_fetch.setToolTip("Stop waiting for this payload (select the row again to retry)")
+        self.cancel_fetch.clicked.connect(self.fetchCancelled)
+        lay = QVBoxLayout(page)
+        lay.addStretch(1)
+        lay.addWidget(self.fetch_label)
+        lay.addWidget(self.fetch_bar, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addWidget(self.cancel_fetch, 0, Qt.AlignmentFlag.AlignHCenter)
+        lay.addStretch(1)
+        return page
+
     def _set_content(self, widget: QWidget | None) -> None:
         if self._content is not None:
             self.stack.removeWidget(self._content)

@@ -19,7 +19,12 @@ class StatusArea(QObject):
     def __init__(self, bar: QStatusBar, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bar = bar
-        self.file_label = self._label("statusFile")
+        # a file name can be any length: elided in the middle (whole in the tooltip), never widening the window
+        self.file_label = QElidingLabel(bar)
+        self.file_label.setObjectName("statusFile")
+        self.file_label.setElideMode(Qt.TextElideMode.ElideMiddle)
+        self.file_label.setContentsMargins(6, 0, 6, 0)
+        self.file_label.setMaximumWidth(320)
         self.format_label = self._label("statusFormat")
         self.rows_label = self._label("statusRows")
         self.selection_label = self._label("statusSelection")

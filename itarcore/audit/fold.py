@@ -13,37 +13,44 @@ newer than the index's, and by the row checks themselves.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
-from ..dataset import find_shards, fold_name, shard_name_for
 from ..errors import FormatError
 from ..executors import ExecutorSpec, TaskRunner
 from ..formats.taridx import TaridxIndex, contiguous_runs, read_taridx
 from ..indexing.hashing import xxh64_padded
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from ..shards import find_shards, fold_name, shard_name_for
+from ..storage import StorageError, basename, is_url, list_files, open_source, parent
 from .parallel import audit_shards
 from .report import SHOWN, AuditReport, Finding, rows_text
 from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard, rows_beyond
-from .samples import sample_findings
+from .samples import sample_checks
 
 __all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
 MTIME_SLACK = 2.0  # seconds: coarse file-system clocks, copies made in the same instant
 
 
 class _Fold:
-    """The index plus the shards found beside it."""
+    """The index plus the shards found beside it (or in ``shard_dir``, a folder or URL prefix)."""
 
-    def __init__(self, index_path: str | os.PathLike[str], cancel: CancelToken | None) -> None:
-        self.path = os.fspath(index_path)
-        self.index: TaridxIndex = read_taridx(self.path, check_rows=False)
-        self.fold = fold_name(self.path)
-        self.shards = find_shards(Path(self.path).resolve().parent, self.fold)
+    def __init__(self, index_path: str | os.PathLike[str], cancel: CancelToken | None,
+                 shard_dir: str | os.PathLike[str] | None = None, storage_options: dict | None = None) -> None:
+        self.storage_options = storage_options
+        self.index: TaridxIndex = read_taridx(index_path, check_rows=False, storage_options=storage_options)
+        self.path = self.index.path if self.index.is_remote else os.fspath(index_path)
+        self.fold = fold_name(index_path)
+        folder = shard_dir if shard_dir is not None else parent(index_path)
+        self.shards = find_shards(folder, self.fold, storage_options)
+        self.remote_sizes = _listed_sizes(folder, storage_options) if is_url(folder) else None
+        if self.index.is_remote:  # an audit reads every row, several times: fetch them once
+            self.index.rows = np.asarray(self.index.rows)
         self.rows = self.index.rows
         self.cancel = cancel
-        self.mtime = os.stat(self.path).st_mtime
-        fid = self.rows["fid"]
+        # remote files carry no comparable mtime here: the row checks alone find changed shards
+        self.mtime = None if self.index.is_remote else os.stat(self.path).st_mtime
+        fid = np.asarray(self.rows["fid"])
         self.order = np.argsort(fid, kind="stable")  # rows grouped by shard, in row order within each
         fids, starts = np.unique(fid[self.order], return_index=True)
         ends = np.append(starts[1:], len(self.order))
@@ -52,13 +59,34 @@ class _Fold:
     def name(self, fid: int) -> str:
         return shard_name_for(self.fold, fid, self.shards)
 
+    def size(self, fid: int) -> int:
+        path = self.shards[fid]
+        if self.remote_sizes is None:
+            return os.stat(path).st_size
+        if basename(path) not in self.remote_sizes:  # not listed (a web server without folder pages): ask it
+            with open_source(path, self.storage_options) as source:
+                self.remote_sizes[basename(path)] = source.size
+        return self.remote_sizes[basename(path)]
+
     def modified(self, fid: int) -> bool:
         path = self.shards.get(fid)
-        return path is not None and os.stat(path).st_mtime > self.mtime + MTIME_SLACK
+        if path is None or self.mtime is None or is_url(path):
+            return False
+        return os.stat(path).st_mtime > self.mtime + MTIME_SLACK
 
 
-def _structure(fold: _Fold, progress: ProgressCallback | None) -> list[Finding]:
-    """Row ids against the tables, stem count and contiguity flag against the rows."""
+def _listed_sizes(folder: str | os.PathLike[str], storage_options: dict | None) -> dict[str, int]:
+    try:
+        return dict(list_files(folder, storage_options, ".tar"))
+    except StorageError:
+        return {}
+
+
+def _structure(fold: _Fold, progress: ProgressCallback | None, n_stems: int | None = None) -> list[Finding]:
+    """Row ids against the tables, stem count and contiguity flag against the rows.
+
+    ``n_stems``: the stem count if the sample checks already made it (else the rows are sorted here).
+    """
     index, rows, header = fold.index, fold.rows, fold.index.header
     findings = []
     try:
@@ -67,9 +95,10 @@ def _structure(fold: _Fold, progress: ProgressCallback | None) -> list[Finding]:
         bad = np.flatnonzero((rows["extid"] >= header.n_ext) | (rows["crashid"] > header.n_crash)).tolist()
         findings.append(Finding("bad_row_ids", "error", f"{exc} ({len(bad)} row(s): {rows_text(bad)})", bad))
     keyhash, crashid = rows["keyhash"], rows["crashid"]
-    order = np.lexsort((crashid, keyhash))
-    kh, cid = keyhash[order], crashid[order]
-    n_stems = int(1 + np.count_nonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1]))) if len(kh) else 0
+    if n_stems is None:
+        order = np.lexsort((crashid, keyhash))
+        kh, cid = keyhash[order], crashid[order]
+        n_stems = int(1 + np.count_nonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1]))) if len(kh) else 0
     if n_stems != header.n_stems:
         findings.append(Finding("stem_count", "error", f"header n_stems is {header.n_stems} but the rows hold "
                                 f"{n_stems} distinct (keyhash, crashid) stems"))
@@ -95,9 +124,10 @@ def _shard_presence(fold: _Fold) -> tuple[list[Finding], list[int]]:
 
 
 def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
-                cancel: CancelToken | None = None) -> AuditReport:
+                cancel: CancelToken | None = None, *, shard_dir: str | os.PathLike[str] | None = None,
+                storage_options: dict | None = None) -> AuditReport:
     """Structural checks that read the index and stat the shards, never their contents."""
-    fold = _Fold(index_path, cancel)
+    fold = _Fold(index_path, cancel, shard_dir, storage_options)
     findings = _structure(fold, progress)
     presence, extra = _shard_presence(fold)
     findings += presence
@@ -109,13 +139,13 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
         path = fold.shards.get(fid)
         if path is None:
             continue
-        size = os.stat(path).st_size
+        size, name = fold.size(fid), basename(path)
         part = fold.rows[rows]
         out = rows[rows_beyond(part["offset"], part["size"], size)].tolist()
         note = _mtime_note(fold, fid)
         if out:
             findings.append(Finding("outside_shard", "error", f"{len(out)} row(s) reach past the end of "
-                                    f"{path.name} ({size} bytes): rows {rows_text(out)}{note}", out, [path.name]))
+                                    f"{name} ({size} bytes): rows {rows_text(out)}{note}", out, [name]))
         elif note:
             findings.append(_modified_finding(fold, fid))
     if cancel is not None:
@@ -135,39 +165,45 @@ def _modified_finding(fold: _Fold, fid: int) -> Finding:
 
 def audit_index(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
                 cancel: CancelToken | None = None, *, executor: str | ExecutorSpec | TaskRunner | None = None,
-                jobs: int = 1) -> AuditReport:
+                jobs: int = 1, shard_dir: str | os.PathLike[str] | None = None,
+                storage_options: dict | None = None, content: bool = False) -> AuditReport:
     """The full audit: every row against its tar header, a re-scan of each shard, sample-level checks.
 
     By default the shards are checked one after the other here; ``executor`` (and ``jobs``
     threads) runs each shard's checks as one task elsewhere (see ``itarcore.executors``),
-    with the same findings in the same order.
+    with the same findings in the same order. Remote shards are each fetched whole (ranged
+    reads into a temporary file, one shard at a time per task): the re-scan reads every block. ``content`` adds
+    duplicate-payload and split-leak findings against the other folds beside the index (``audit.content``).
     """
-    fold = _Fold(index_path, cancel)
-    findings = _structure(fold, None)
+    fold = _Fold(index_path, cancel, shard_dir, storage_options)
     presence, extra = _shard_presence(fold)
-    findings += presence
+    findings: list[Finding] = []
     reporter = ProgressReporter(progress, len(fold.rows), "rows", cancel)
     tasks = []
     for fid in sorted(fold.shards):
         rows_idx = fold.rows_of.get(fid, np.zeros(0, np.int64))
         tasks.append((fid, os.fspath(fold.shards[fid]), fold.rows[rows_idx], rows_idx, list(fold.index.extensions),
-                      list(fold.index.crash_stems)))
+                      list(fold.index.crash_stems), storage_options))
     local = executor is None or (str(executor) == "threads" and jobs <= 1)
     audits = {} if local else audit_shards(tasks, executor, jobs, reporter)
     done = 0
     for task in tasks:  # shard order, wherever the checks ran
         fid = task[0]
-        shard = audits[fid] if not local else audit_shard(*task, reporter, done)
+        shard = audits[fid] if not local else audit_shard(*task[:6], reporter, done, storage_options)
         done += len(task[2])
         findings += _shard_findings(fold, shard, fid in extra)
     reporter.finish()
-    findings += sample_findings(fold.index, cancel)
-    findings += _collisions(fold)
+    samples, n_stems = sample_checks(fold.index, cancel)  # bounded memory: key order, chunk by chunk
+    findings = _structure(fold, None, n_stems) + presence + findings + samples + _collisions(fold)
+    if content:
+        from .content import content_findings
+
+        findings += content_findings(fold.path, progress, cancel)
     return AuditReport(fold.path, findings, True, len(fold.rows), len(fold.shards))
 
 
 def _shard_findings(fold: _Fold, shard: ShardAudit, extra: bool) -> list[Finding]:
-    name = os.path.basename(shard.path)
+    name = basename(shard.path)
     note = _mtime_note(fold, shard.fid)
     findings = []
     if extra:

@@ -7,19 +7,19 @@ not depend on where or in which order the shards were checked.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..executors import ExecutorSpec, TaskRunner, task_runner
 from ..progress import ProgressReporter
+from ..storage import basename
 from .rows import ShardAudit, audit_shard
 
 
 def audit_shard_task(fid: int, path: str, rows: np.ndarray, row_ids: np.ndarray, extensions: list[str],
-                     crash_stems: list[str]) -> ShardAudit:
+                     crash_stems: list[str], storage_options: dict | None = None) -> ShardAudit:
     """One shard's checks, without callbacks (progress is reported per finished shard)."""
-    return audit_shard(fid, path, rows, row_ids, extensions, crash_stems, ProgressReporter(None, len(rows)), 0)
+    return audit_shard(fid, path, rows, row_ids, extensions, crash_stems, ProgressReporter(None, len(rows)), 0,
+                       storage_options)
 
 
 def audit_shards(tasks: list[tuple], executor: str | ExecutorSpec | TaskRunner, jobs: int,
@@ -35,7 +35,7 @@ def audit_shards(tasks: list[tuple], executor: str | ExecutorSpec | TaskRunner, 
                     raise exc
                 audits[tasks[i][0]] = audit
                 done += len(tasks[i][2])
-                reporter.update(done, current=os.path.basename(audit.path))
+                reporter.update(done, current=basename(audit.path))
         finally:
             results.close()
     return audits

@@ -18,6 +18,7 @@ from ..formats.tar import NAME_LEN, TarScan, decode_name
 from ..formats.tar_fields import BLOCK, checksums_ok, parse_number, parse_octal_columns
 from ..indexing.indexer import members_from_scan
 from ..progress import ProgressReporter
+from ..storage import display_name, is_url, local_copy
 
 _USTAR = np.frombuffer(b"ustar", np.uint8)
 _REGULAR = np.array([ord("0"), 0, ord("7")], np.uint8)
@@ -98,8 +99,17 @@ class ShardAudit:
 
 
 def audit_shard(fid: int, path: str, rows: np.ndarray, row_ids: np.ndarray, extensions: list[str],
-                crash_stems: list[str], reporter: ProgressReporter, done_before: int) -> ShardAudit:
-    """Check ``rows`` (structured TARIDX rows of this shard, row indices ``row_ids``) against ``path``."""
+                crash_stems: list[str], reporter: ProgressReporter, done_before: int,
+                storage_options: dict | None = None) -> ShardAudit:
+    """Check ``rows`` (structured TARIDX rows of this shard, row indices ``row_ids``) against ``path``.
+
+    A URL is fetched whole into a temporary file first (the re-scan reads every block).
+    """
+    if is_url(path):
+        with local_copy(path, storage_options) as copy:
+            result = audit_shard(fid, copy, rows, row_ids, extensions, crash_stems, reporter, done_before)
+        result.path = display_name(path)
+        return result
     with open(path, "rb") as fh:
         file_size = os.fstat(fh.fileno()).st_size
         result = ShardAudit(fid, path, file_size)

@@ -15,19 +15,20 @@ import argparse
 import importlib
 import json
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ItarError
 from ..formats import detect_format, unsupported_reason
+from ..storage import is_url, scrub, secret_values
+from .remote import add_storage_options, local_file, renamed, shown, storage_options
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
 # Each module registers its subcommands with register(subparsers) and, when it
 # owns a format, answers `info` with info(path, args) -> dict and info_text(dict) -> str.
-COMMAND_MODULES = ("taridx", "keys", "diff", "taco", "kastore", "tbl", "convert")
+COMMAND_MODULES = ("taridx", "keys", "diff", "content", "taco", "kastore", "tbl", "convert")
 INFO_MODULES = {"taridx": "taridx", "taco": "taco", "kastore": "kastore", "tbl": "tbl"}
 # command -> (module, help line): what `--help` lists without importing the module
 # (tests/itarcore/test_cli_startup.py checks these lines equal the modules' own)
@@ -39,6 +40,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("taridx", "check an index (and with --full, its shards)"),
     "keys": ("keys", "build an index's key index ahead of time (stem lookups in microseconds)"),
     "diff": ("diff", "compare two TARIDX indexes by sample"),
+    "stats": ("content", "statistics of a fold: extensions, shards, labels, image sizes"),
+    "dedup": ("content", "duplicate payloads within and across folds (split leaks)"),
+    "export": ("content", "export a subset of a fold as new shards and index, or a stem list"),
     "taco": ("taco", "TACO zip commands (update header entries, create archives)"),
     "kastore": ("kastore", "kastore / tskit .trees commands"),
     "tbl": ("tbl", "TBL (TurboLoader) commands: cat a sample, verify checksums"),
@@ -91,6 +95,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     info.add_argument("file", help="file to describe")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.add_argument("--store", type=int, default=0, metavar="N", help="kastore: which store of a multi-store file (default 0)")
+    add_storage_options(info)
     info.set_defaults(func=_cmd_info)
 
     command = _command_of(argv) if argv is not None else None
@@ -106,11 +111,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    fmt = detect_format(args.file)
+    fmt = detect_format(args.file, storage_options(args))
     if fmt not in INFO_MODULES:
-        raise UsageError(f"{args.file}: {unsupported_reason(args.file, fmt)}")
+        if fmt != "zip" or not is_url(args.file):
+            raise UsageError(f"{shown(args.file)}: {unsupported_reason(args.file, fmt)}")
+        with local_file(args.file, args) as local:  # the reason looks inside a zip (a tszip?): a local copy
+            raise UsageError(f"{shown(args.file)}: {unsupported_reason(local, fmt)}")
     module = _module(INFO_MODULES[fmt])
-    data = module.info(args.file, args)
+    if fmt == "taridx" or not is_url(args.file):  # a TARIDX reads its header and tables by ranged reads
+        data = module.info(args.file, args)
+    else:
+        with local_file(args.file, args) as local:
+            data = renamed(module.info(local, args), local, args.file)
     if args.json:
         print_json(data)
     else:
@@ -139,10 +151,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away: entry_point ends quietly
         raise
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, one line and exit 2, never a traceback
+        secrets = _secrets(args)  # never printed, not even in a traceback
         if args.debug:
-            traceback.print_exc()
-        print(f"itarcore: error: {error_line(exc)}", file=sys.stderr)
+            import traceback  # only with --debug: it costs ~10 ms to import
+
+            print(scrub(traceback.format_exc(), (), "", secrets), file=sys.stderr, end="")
+        print(f"itarcore: error: {scrub(error_line(exc), (), '', secrets)}", file=sys.stderr)
         return EXIT_UNUSABLE
+
+
+def _secrets(args: argparse.Namespace) -> list[str]:
+    try:
+        return secret_values(storage_options(args))
+    except ItarError:  # a malformed --storage-option: its text is masked as a whole
+        return [v.partition("=")[2] or v for v in getattr(args, "storage_option", []) if len(v) >= 4]
 
 
 def error_line(exc: Exception) -> str:

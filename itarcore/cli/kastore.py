@@ -12,6 +12,7 @@ import numpy as np
 from ..document.kastore import as_text
 from ..formats.kastore import KastoreStore, open_kastore_file, select_store
 from . import EXIT_OK, UsageError, print_json
+from .remote import add_storage_options, local_file
 
 _CHUNK = 1 << 16  # values formatted per write, so a 10^8-element dump streams
 
@@ -69,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dump.add_argument("--store", type=int, default=0, metavar="N", help="which store of a multi-store file (default 0)")
     dump.add_argument("--json", action="store_true", help="print a JSON list of the values")
     dump.add_argument("--numbers", action="store_true", help="print int8/uint8 arrays as numbers even if they hold text")
+    add_storage_options(dump)
     dump.set_defaults(func=_cmd_dump)
 
 
@@ -85,7 +87,12 @@ def _json_value(v: Any) -> Any:
 
 
 def _cmd_dump(args: argparse.Namespace) -> int:
-    kf = open_kastore_file(args.file)
+    with local_file(args.file, args) as path:
+        return _dump(args, path)
+
+
+def _dump(args: argparse.Namespace, path: str) -> int:
+    kf = open_kastore_file(path)
     try:
         array = _find(select_store(kf, args.store), args.key)
         write = sys.stdout.write

@@ -6,6 +6,7 @@ import os
 import time
 
 from .progressbar import TextProgressBar
+from .remote import add_storage_options, shown, storage_options
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -13,7 +14,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from . import print_json
 
     started = time.perf_counter()
-    with Dataset.open(args.index, cache_dir=args.cache, key_index=not args.rebuild) as ds:
+    with Dataset.open(args.index, cache_dir=args.cache, key_index=not args.rebuild,
+                      storage_options=storage_options(args)) as ds:
         built = ds.key_index is None
         if built:
             bar = TextProgressBar("key index ")
@@ -24,7 +26,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         key_index = ds.key_index
         assert key_index is not None and key_index.path is not None
         summary = {
-            "index": args.index, "rows": ds.n_rows, "key_index": str(key_index.path), "kind": key_index.kind,
+            "index": shown(args.index), "rows": ds.n_rows, "key_index": str(key_index.path), "kind": key_index.kind,
             "built": built, "bytes": os.path.getsize(key_index.path), "collisions": len(key_index.collisions),
             "seconds": round(time.perf_counter() - started, 3),
         }
@@ -34,7 +36,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         what = ("rows already in key order: lookups search the index itself" if summary["kind"] == "in_order"
                 else f"{summary['bytes']:,} bytes")
         verb = "built" if built else "already cached (fresh)"
-        print(f"{summary['key_index']}: key index of {args.index} ({summary['rows']:,} rows), {verb}; {what}; "
+        print(f"{summary['key_index']}: key index of {summary['index']} ({summary['rows']:,} rows), {verb}; {what}; "
               f"{summary['seconds']:.2f}s")
     return 0
 
@@ -51,4 +53,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "folder); key indexes go to DIR/keys/")
     p.add_argument("--rebuild", action="store_true", help="build again even when a fresh key index is cached")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_storage_options(p)
     p.set_defaults(func=cmd_keys)

@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
 from ..formats.taridx_header import read_taridx_summary
+from .read_plan import add_read_plan
+from .remote import add_storage_options, shown, storage_options
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
 
 
 def info(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    summary = read_taridx_summary(path)
+    summary = read_taridx_summary(path, storage_options(args))
     return {
         "format": "taridx",
-        "file": path,
+        "file": shown(path),
         "header": summary.header.as_dict(),
         "extensions": list(summary.extensions),
         "crash_stems": list(summary.crash_stems),
@@ -72,7 +74,8 @@ def _print_rows(objs: Iterable[dict[str, Any]], as_json: bool) -> int:
 def _open(args: argparse.Namespace) -> Dataset:
     from ..dataset import Dataset
 
-    return Dataset.open(args.index, cache_dir=getattr(args, "cache", None))
+    return Dataset.open(args.index, shard_dir=args.shards, cache_dir=getattr(args, "cache", None),
+                        storage_options=storage_options(args))
 
 
 def cmd_rows(args: argparse.Namespace) -> int:
@@ -86,7 +89,7 @@ def cmd_stem(args: argparse.Namespace) -> int:
     with _open(args) as ds:
         rows = ds.lookup_stem(args.stem)
         if len(rows) == 0:
-            raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
+            raise DatasetError(f"{ds.path}: no sample with stem {args.stem!r}")
         return _print_rows(list(_row_objects(ds, rows.tolist())), args.json)
 
 
@@ -94,12 +97,12 @@ def cmd_cat(args: argparse.Namespace) -> int:
     with _open(args) as ds:
         rows = ds.lookup_stem(args.stem)
         if len(rows) == 0:
-            raise DatasetError(f"{args.index}: no sample with stem {args.stem!r}")
+            raise DatasetError(f"{ds.path}: no sample with stem {args.stem!r}")
         ext = args.ext.lower().lstrip(".") if args.ext != "" else ""
         matches = [r for r in rows.tolist() if ds.ext_of(r) == ext]
         if not matches:
             have = ", ".join(sorted({ds.ext_of(r) or "(none)" for r in rows.tolist()}))
-            raise DatasetError(f"{args.index}: sample {args.stem!r} has no .{ext} member (it has: {have})")
+            raise DatasetError(f"{ds.path}: sample {args.stem!r} has no .{ext} member (it has: {have})")
         data = ds.read_payload(matches[0])
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -114,12 +117,16 @@ def _shard_cache(args: argparse.Namespace) -> Any:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from ..jobs import index_folds, update_index
+    from ..storage import is_url
     from . import UsageError
     from .progressbar import TextProgressBar
 
     if args.update is not None and (args.no_cache or args.fold or args.output):
         raise UsageError("index --update INDEX: rebuilds INDEX in place with the cache (no --fold, --output, "
                          "--no-cache)")
+    if args.update is not None and is_url(args.update):
+        raise UsageError("index --update INDEX: INDEX must be a local file (to rebuild a remote index, index its "
+                         "URL again: unchanged shards come from the cache)")
     bar = TextProgressBar("indexing ")
     options: dict[str, Any] = {"jobs": args.jobs, "contiguous": args.contiguous, "if_exists": args.if_exists,
                                "executor": args.executor, "cache": _shard_cache(args), "progress": bar}
@@ -127,7 +134,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         if args.update is not None:
             results = [update_index(args.update, **options)]
         else:
-            results = index_folds(args.root, args.fold or None, output=args.output, **options)
+            results = index_folds(args.root, args.fold or None, output=args.output, remote=_remote(args), **options)
     finally:
         bar.close()
     from . import print_json
@@ -138,32 +145,49 @@ def cmd_index(args: argparse.Namespace) -> int:
                         "extensions": dict(r.extensions), "crash_stems": r.crash_stems,
                         "contiguous": r.contiguous, "seconds": round(r.seconds, 3), "shards": len(r.shards),
                         "reused": r.counts.reused, "scanned": r.counts.scanned, "failed": r.counts.failed,
-                        "warnings": r.warnings, "route": r.route, "route_reason": r.route_reason})
+                        "warnings": r.warnings, "route": r.route, "route_reason": r.route_reason,
+                        **({"fetch": r.fetch_summary()} if r.fetched is not None else {})})
         else:
             print(f"{r.path}: {r.n_rows:,} rows, {r.n_stems:,} stems, {len(r.extensions)} extensions, "
                   f"{len(r.crash_stems)} crash stems, {'contiguous' if r.contiguous else 'not contiguous'}, "
                   f"{len(r.shards)} shards ({r.counts.text()}) in {r.seconds:.2f}s "
                   f"({r.members_per_second:,.0f} members/s)")
+            if r.fetched is not None:
+                print(f"  {r.fetch_text()}")
             for w in r.warnings:
                 print(f"  warning: {w}")
     return 0
 
 
+def _remote(args: argparse.Namespace) -> Any:
+    from ..formats.read_plan import ReadPlan
+    from ..indexing.remote import RemoteOptions
+    from . import UsageError
+
+    try:
+        plan = ReadPlan(args.block_size, args.skip_threshold)
+    except ValueError as exc:
+        raise UsageError(f"index: {exc}") from None
+    return RemoteOptions(storage_options(args) or {}, plan)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from .. import audit
-    from . import print_json
+    from . import UsageError, print_json
     from .progressbar import TextProgressBar
 
     if args.executor is not None and not args.full:
-        from . import UsageError
-
         raise UsageError("verify: --executor applies to the full audit (--full)")
+    if args.content and not args.full:
+        raise UsageError("verify: --content adds to the full audit: use --full --content")
     bar = TextProgressBar("auditing " if args.full else "checking ")
     try:
+        where = {"shard_dir": args.shards, "storage_options": storage_options(args)}
         if args.full:
-            report = audit.audit_index(args.index, progress=bar, executor=args.executor, jobs=args.jobs)
+            report = audit.audit_index(args.index, progress=bar, executor=args.executor, jobs=args.jobs,
+                                       content=args.content, **where)
         else:
-            report = audit.quick_check(args.index, progress=bar)
+            report = audit.quick_check(args.index, progress=bar, **where)
     finally:
         bar.close()
     if args.json:
@@ -181,13 +205,16 @@ def _cache_option(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="build <fold>.taridx for the folds of a folder of shards",
                        description="Index tar shards named <fold>_<suffix>.tar in ROOT into ROOT/<fold>.taridx "
-                       "(fid = position of the sorted suffix). Output is written atomically.")
+                       "(fid = position of the sorted suffix). Output is written atomically. ROOT may be a URL "
+                       "(s3://bucket/ds/, https://host/ds/, or one fold: s3://bucket/ds/train): remote shards are "
+                       "read in large ranged reads, jumping over payloads, and the summary says what was fetched.")
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("root", nargs="?", help="folder holding the shards")
+    source.add_argument("root", nargs="?", help="folder or URL holding the shards (or a fold's URL prefix)")
     source.add_argument("--update", metavar="INDEX", help="rebuild INDEX from the shards beside it, scanning only the "
                    "shards that changed since their tables were cached (same bytes as a full rebuild)")
     p.add_argument("--fold", action="append", metavar="NAME", help="index only this fold (repeatable; default: all)")
-    p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one --fold)")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one fold); FILE may be a store "
+                   "URL, uploaded whole when finished")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan N shards at a time, in threads (default 1)")
     _executor_option(p, "scans")
     p.add_argument("--cache", metavar="DIR", help="cache folder; shard tables go to DIR/shards (default: "
@@ -198,6 +225,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--if-exists", choices=("replace", "backup", "stop"), default="replace",
                    help="when an index exists: replace it (default), keep a .bak copy, or stop")
     p.add_argument("--json", action="store_true", help="print one JSON object per fold")
+    add_read_plan(p)
+    add_storage_options(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("rows", help="print rows of an index", description="Print rows of a .taridx.")
@@ -205,6 +234,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start", type=int, default=0, metavar="N", help="first row (default 0)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N rows (default: all)")
     p.add_argument("--json", action="store_true", help="print JSON Lines, one object per row")
+    add_storage_options(p, shards=True)
     p.set_defaults(func=cmd_rows)
 
     p = sub.add_parser("stem", help="print the rows of one sample, by stem",
@@ -215,6 +245,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("stem", help="exact stem, e.g. sample000123")
     p.add_argument("--json", action="store_true", help="print JSON Lines, one object per row")
     _cache_option(p)
+    add_storage_options(p, shards=True)
     p.set_defaults(func=cmd_stem)
 
     p = sub.add_parser("cat", help="write one member's raw payload to stdout",
@@ -224,6 +255,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("stem", help="exact stem")
     p.add_argument("ext", help="extension, e.g. jpg or left.jpg ('' for none)")
     _cache_option(p)
+    add_storage_options(p, shards=True)
     p.set_defaults(func=cmd_cat)
 
     p = sub.add_parser("verify", help="check an index (and with --full, its shards)",
@@ -234,7 +266,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--full", action="store_true", help="full audit against the shards")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="--full: check N shards at a time in threads")
     _executor_option(p, "checks (with --full)", default=None)
+    p.add_argument("--content", action="store_true", help="--full: also hash the payloads: identical payloads "
+                   "within the fold (warning) and shared with the other folds beside it (split leak, error)")
     p.add_argument("--json", action="store_true", help='print one JSON object {"findings": [...]}')
+    add_storage_options(p, shards=True)
     p.set_defaults(func=cmd_verify)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from ..formats.tbl import TblFile, file_flag_names, format_name
 from . import EXIT_FINDINGS, EXIT_OK, UsageError, print_json
 from .progressbar import TextProgressBar
+from .remote import add_storage_options, local_file, shown
 
 
 def info(path: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -51,9 +52,9 @@ def info_text(d: dict[str, Any]) -> str:
 
 
 def _cmd_cat(args: argparse.Namespace) -> int:
-    with TblFile(args.file) as tbl:
+    with local_file(args.file, args) as path, TblFile(path) as tbl:
         if not 0 <= args.n < tbl.num_samples:
-            raise UsageError(f"{args.file}: sample {args.n} out of range (file has {tbl.num_samples} samples)")
+            raise UsageError(f"{shown(args.file)}: sample {args.n} out of range (file has {tbl.num_samples} samples)")
         data = tbl.stored(args.n).tobytes() if args.stored else tbl.read_sample(args.n, verify=args.verify)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
@@ -63,19 +64,19 @@ def _cmd_cat(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     bar = TextProgressBar("verify ")
-    with TblFile(args.file, check_header_crc=False) as tbl:  # a bad header CRC is a finding here
+    with local_file(args.file, args) as path, TblFile(path, check_header_crc=False) as tbl:  # a bad CRC: a finding
         try:
             report = tbl.verify(progress=bar)
         finally:
             bar.close()
         if args.json:
-            print_json({"path": args.file, "version": tbl.version, "checked": report.checked,
+            print_json({"path": shown(args.file), "version": tbl.version, "checked": report.checked,
                         "header_crc_ok": report.header_crc_ok, "bad_samples": report.bad_samples,
                         "problems": report.problems, "ok": report.ok})
         else:
             for problem in report.problems:
                 print(problem)
-            print(f"{args.file}: {report.checked:,} sample CRCs checked, {len(report.bad_samples):,} bad"
+            print(f"{shown(args.file)}: {report.checked:,} sample CRCs checked, {len(report.bad_samples):,} bad"
                   + ("" if report.header_crc_ok is None else
                      f", header CRC-32 {'ok' if report.header_crc_ok else 'MISMATCH'}"))
     return EXIT_OK if report.ok else EXIT_FINDINGS
@@ -92,10 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cat.add_argument("n", type=int, metavar="N", help="sample index (0-based)")
     cat.add_argument("--verify", action="store_true", help="check the sample's CRC-16 first (v2)")
     cat.add_argument("--stored", action="store_true", help="write the bytes as stored (no decompression)")
+    add_storage_options(cat)
     cat.set_defaults(func=_cmd_cat)
     ver = sub.add_parser("verify", help="check the header CRC-32 and every sample CRC-16 (exit 1 on mismatch)",
                          description="Check a v2 file's header CRC-32 and each sample's CRC-16/MODBUS "
                          "(decompressing LZ4 samples). Exit 0 when all match, 1 on any mismatch.")
     ver.add_argument("file")
     ver.add_argument("--json", action="store_true", help="print one JSON object")
+    add_storage_options(ver)
     ver.set_defaults(func=_cmd_verify)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..errors import FormatError
+from ..errors import FormatError, ItarError
 from ..formats import detect_format, unsupported_reason
+from ..storage import display_name, is_url, local_copy, open_source
 from .base import Column, Document, HeaderField, Payload, Table
 
 __all__ = ["Column", "Document", "HeaderField", "Payload", "Table", "open_document"]
@@ -20,10 +21,38 @@ DOCUMENT_MODULES = {
 
 
 def open_document(path: str | os.PathLike[str], **options: object) -> Document:
-    """Detect the format by magic bytes and open ``path`` as a Document."""
+    """Detect the format by magic bytes and open ``path`` (a path or a URL) as a Document.
+
+    ``storage_options`` (a dict) go to fsspec for URLs. A TARIDX URL reads its rows and
+    payloads with ranged reads; a TACO, kastore or TBL URL is fetched whole into a
+    temporary file (at most ``remote_copy_limit`` bytes, default 1 GiB) kept until the
+    document closes, its name shown as the URL.
+    """
     path = os.fspath(path)
-    fmt = detect_format(path)
+    storage_options = options.get("storage_options")
+    fmt = detect_format(path, storage_options)  # type: ignore[arg-type]
+    if is_url(path) and fmt != "taridx" and fmt in DOCUMENT_MODULES:
+        return _open_remote_copy(path, fmt, options)
     if fmt not in DOCUMENT_MODULES:
-        raise FormatError(path, "magic", 0, unsupported_reason(path, fmt))
+        raise FormatError(display_name(path), "magic", 0, unsupported_reason(path, fmt) if not is_url(path)
+                          else f"not a TARIDX, TACO, kastore or TBL file ({fmt or 'unrecognised data'})")
     module = importlib.import_module(f".{DOCUMENT_MODULES[fmt]}", __name__)
     return module.open_document(path, **options)
+
+
+def _open_remote_copy(url: str, fmt: str, options: dict) -> Document:
+    limit = int(options.get("remote_copy_limit") or 1 << 30)  # type: ignore[call-overload]
+    copy = local_copy(url, options.get("storage_options"), limit=limit)  # type: ignore[arg-type]
+    local = copy.__enter__()
+    try:
+        module = importlib.import_module(f".{DOCUMENT_MODULES[fmt]}", __name__)
+        doc = module.open_document(local, **{k: v for k, v in options.items() if k != "storage_options"})
+    except BaseException as exc:
+        copy.__exit__(None, None, None)
+        if isinstance(exc, ItarError):
+            exc.args = (str(exc).replace(local, display_name(url)),)
+        raise
+    doc.path = display_name(url)
+    doc.byte_source = open_source(local)
+    doc.closers[:0] = [lambda: copy.__exit__(None, None, None), doc.byte_source.close]  # the copy goes last
+    return doc

@@ -32,9 +32,15 @@ class HeaderField:
         return self.display or _default_display(self.value)
 
 
+def bytes_text(value: bytes) -> str:
+    """Bytes as a person reads them: printable ASCII as is (``TARIDX``), anything else as ``\\xNN``."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 0x5C else "\\\\" if b == 0x5C else f"\\x{b:02x}"
+                   for b in bytes(value))
+
+
 def _default_display(value: Any) -> str:
     if isinstance(value, bytes):
-        return repr(value)
+        return bytes_text(value)
     return str(value)
 
 
@@ -135,6 +141,7 @@ class Document:
     summary: dict[str, Any] = field(default_factory=dict)  # short facts for the status bar
     source: Any = None  # the format's own object (e.g. a Dataset), for format panels
     closers: list[Callable[[], None]] = field(default_factory=list)
+    byte_source: Any = None  # a RangedSource for a file that is not at ``path`` (a URL): the hex pane reads it
 
     def table(self, name: str) -> Table:
         for t in self.tables:
@@ -144,13 +151,16 @@ class Document:
 
     def read_bytes(self, offset: int, size: int, limit: int = 4 << 20) -> bytes:
         """Raw file bytes for the hex pane: bounded to the file and to ``limit`` bytes."""
+        if self.byte_source is not None:
+            start = min(max(0, offset), self.byte_source.size)
+            return bytes(self.byte_source.read(start, max(0, min(size, limit, self.byte_source.size - start))))
         with open(self.path, "rb") as fh:
             fh.seek(max(0, offset))
             return fh.read(max(0, min(size, limit)))
 
     @property
     def file_size(self) -> int:
-        return os.path.getsize(self.path)
+        return self.byte_source.size if self.byte_source is not None else os.path.getsize(self.path)
 
     def close(self) -> None:
         for close in reversed(self.closers):

@@ -23,7 +23,7 @@ from ..formats.taco import (
     read_taco,
 )
 from ..formats.zipfmt import ZipMember
-from .base import Column, Document, HeaderField, Payload, Table
+from .base import Column, Document, HeaderField, Payload, Table, bytes_text
 
 PAYLOAD_PREVIEW_LIMIT = 256 << 20  # larger members are not loaded for preview
 ENTRY_STATUS_LABELS = [STATUS_MEMBER, STATUS_INSIDE, STATUS_EMPTY, STATUS_NOT_DATA, STATUS_PAST_END]
@@ -94,7 +94,7 @@ def header_fields(taco: TacoArchive) -> list[HeaderField]:
                                   end))
     if z.comment:
         fields.append(HeaderField("archive comment", f"S{len(z.comment)}", z.comment, z.eocd_offset + 22,
-                                  len(z.comment), repr(z.comment[:80]), end))
+                                  len(z.comment), bytes_text(z.comment[:80]), end))
     return fields
 
 

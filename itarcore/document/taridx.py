@@ -7,7 +7,7 @@ from ..dataset import Dataset
 from ..formats.taridx import FLAG_CONTIGUOUS, HEADER_SIZE, RECORD_SIZE, TaridxHeader
 from ..progress import CancelToken, ProgressCallback
 from ..rowpass import iter_row_chunks
-from .base import Column, Document, HeaderField, Payload, Table
+from .base import Column, Document, HeaderField, Payload, Table, bytes_text
 
 # Per-extension and per-crash-stem counts need a pass over every row; up to this many
 # rows they are computed at open, beyond it on first use (the GUI asks from a worker).
@@ -28,7 +28,7 @@ def header_fields(header: TaridxHeader, ext_bytes: int, crash_bytes: int) -> lis
         value = getattr(header, name)
         display = ""
         if name == "magic":
-            display = repr(value.rstrip(b"\0"))
+            display = bytes_text(value.rstrip(b"\0"))
         elif name == "flags":
             display = f"0x{value:02x} — {describe_flags(value)}"
         elif name == "reserved":
@@ -92,29 +92,35 @@ def _lazy(fn):
 
 
 def open_document(path: str, **options: object) -> Document:
-    ds = Dataset.open(path)
+    ds = Dataset.open(path, storage_options=options.get("storage_options"))  # type: ignore[arg-type]
     index, header = ds.index, ds.index.header
     n = ds.n_rows
+    eager = n <= EAGER_STATS_ROWS and not index.is_remote  # a remote index is not read whole to open it
     ext_bytes = header.off_crash - HEADER_SIZE
     crash_bytes = header.off_arr - header.off_crash
     warnings: list[str] = []
     known = ds.shard_paths
     if not known:
         warnings.append(f"No shards named {ds.fold}_*.tar beside the index: rows browse, previews are off.")
-    elif n <= EAGER_STATS_ROWS and ds.missing_shards:
+    elif eager and ds.missing_shards:
         missing = ds.missing_shards
         warnings.append(f"{len(missing)} shard(s) missing ({', '.join(missing[:4])}{' …' if len(missing) > 4 else ''}): "
                         "their rows browse, previews are off.")
-    if not index.rows_checked:
+    if index.is_remote:
+        warnings.append("Remote index: rows are fetched as they are shown; row ids are checked by Verify.")
+    elif not index.rows_checked:
         warnings.append("Large index: row ids are checked in the background by Verify, not at open.")
 
-    max_fid = max([*known, *(ds.referenced_fids().tolist() if n <= EAGER_STATS_ROWS else [])], default=-1)
+    max_fid = max([*known, *(ds.referenced_fids().tolist() if eager else [])], default=-1)
     shard_labels = [f"{fid}: {ds.shard_name(fid)}" + ("" if fid in known else " (missing)")
                     for fid in range(max_fid + 1)]
     ext_labels = [e if e else "(none)" for e in ds.extensions]
     rows = ds.rows
+    # a remote index's rows are fetched on demand: its columns are resolvers of the rows asked for
+    column = ((lambda name: (lambda r: rows[name][np.asarray(r, dtype=np.int64)])) if index.is_remote
+              else (lambda name: rows[name]))
     counts = _Counts(ds)
-    if n <= EAGER_STATS_ROWS:
+    if eager:
         counts.compute()
 
     def payload(row: int) -> Payload:
@@ -126,12 +132,12 @@ def open_document(path: str, **options: object) -> Document:
     row_table = Table(
         "rows", n,
         [
-            Column("Shard", rows["fid"], "enum", shard_labels, "fid and shard file"),
-            Column("Offset", rows["offset"], "int", tooltip="offset of the member's 512-byte tar header"),
-            Column("Size", rows["size"], "size", tooltip="payload bytes"),
-            Column("Ext", rows["extid"], "enum", ext_labels, "extension"),
-            Column("Crash id", rows["crashid"], "int", tooltip="0 = canonical stem; ≥1 = crash table entry"),
-            Column("Keyhash", rows["keyhash"], "hex", tooltip="xxh64 of the stem"),
+            Column("Shard", column("fid"), "enum", shard_labels, "fid and shard file"),
+            Column("Offset", column("offset"), "int", tooltip="offset of the member's 512-byte tar header"),
+            Column("Size", column("size"), "size", tooltip="payload bytes"),
+            Column("Ext", column("extid"), "enum", ext_labels, "extension"),
+            Column("Crash id", column("crashid"), "int", tooltip="0 = canonical stem; ≥1 = crash table entry"),
+            Column("Keyhash", column("keyhash"), "hex", tooltip="xxh64 of the stem"),
             Column("Stem", ds.stem_names, "text", tooltip="read from the tar header, for visible rows only"),
         ],
         payload=payload,
@@ -168,7 +174,7 @@ def open_document(path: str, **options: object) -> Document:
         drill=lambda i: ("rows", ds.lookup_stem(crash_stems[i])),
         description="stems whose xxh64 equals an earlier, different stem's",
     )
-    return Document(
+    doc = Document(
         path=ds.path,
         format="taridx",
         title=f"TARIDX {header.major}.{header.minor}",
@@ -180,3 +186,6 @@ def open_document(path: str, **options: object) -> Document:
         source=ds,
         closers=[ds.close],
     )
+    if index.is_remote:
+        doc.byte_source = index.source
+    return doc

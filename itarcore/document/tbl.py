@@ -20,7 +20,7 @@ from ..formats.tbl import (
     file_flag_names,
     format_name,
 )
-from .base import Column, Document, HeaderField, Payload, Table
+from .base import Column, Document, HeaderField, Payload, Table, bytes_text
 
 # CRC status codes of the samples table; the panel updates them in place after a verify
 CRC_UNCHECKED, CRC_OK, CRC_MISMATCH, CRC_NONE = 0, 1, 2, 3
@@ -88,7 +88,7 @@ def header_fields(tbl: TblFile) -> list[HeaderField]:
     h = tbl.header_bytes
     g = "Header"
     fields = [
-        HeaderField("magic", "S4", h[:4], 0, 4, repr(h[:4]), g),
+        HeaderField("magic", "S4", h[:4], 0, 4, bytes_text(h[:4]), g),
         HeaderField("version", "u32", tbl.version, 4, 4, str(tbl.version), g),
         HeaderField("num_samples", "u64", tbl.num_samples, 8, 8, f"{tbl.num_samples:,}", g),
     ]

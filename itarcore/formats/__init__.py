@@ -59,10 +59,16 @@ MAGIC_TESTS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
 )
 
 
-def detect_format(path: str | os.PathLike[str]) -> str | None:
-    """Return 'taridx', 'kastore', 'tbl', 'taco', 'zip', 'tar' or None, by magic bytes only."""
-    with open(path, "rb") as fh:
-        head = fh.read(512)
+def detect_format(path: str | os.PathLike[str], storage_options: dict | None = None) -> str | None:
+    """Return 'taridx', 'kastore', 'tbl', 'taco', 'zip', 'tar' or None, by magic bytes only (paths or URLs)."""
+    from ..storage import is_url, open_source
+
+    if is_url(path):
+        with open_source(path, storage_options) as source:
+            head = bytes(source.read(0, min(512, source.size)))
+    else:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
     return next((name for name, test in MAGIC_TESTS if test(head)), None)
 
 

@@ -202,7 +202,14 @@ _NAMES_FIELD = 5  # position of names among _Candidates' fields
 def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
     """The candidate fields of one chunk. Telling the kernel we are done with the chunk keeps
     the resident size flat however big the shard (the page cache keeps the data)."""
-    part = blocks[start : start + _SCAN_CHUNK_BLOCKS]
+    fields = block_candidates(blocks[start : start + _SCAN_CHUNK_BLOCKS], start)
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
+    return fields
+
+
+def block_candidates(part: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
+    """The candidate fields (as :class:`_Candidates`) of (n, 512) blocks numbered from ``start``."""
     hits = np.flatnonzero(part[:, 257] == _USTAR[0])
     if len(hits):
         hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
@@ -215,9 +222,6 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
     # copies, not views: a view of a column would keep every whole 512-byte header alive
     fields = (hits + start, sizes, size_ok, checksums_ok(headers), headers[:, 156].copy(),
               crop_names(headers[:, :NAME_LEN]), (headers[:, 262] == 0) & (headers[:, 345] != 0))
-    del headers, part
-    if hasattr(mmap, "MADV_DONTNEED"):
-        mm.madvise(mmap.MADV_DONTNEED, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
     return fields
 
 

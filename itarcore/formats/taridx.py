@@ -30,11 +30,15 @@ from .taridx_header import (  # noqa: F401 - re-exported: the header lives in a 
     TaridxHeader,
     parse_header,
     parse_tables,
+    read_head_and_tables,
     split_block,
 )
+from .taridx_rows import LazyRows, RowBlockCache
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from ..storage import LocalSource, RangedSource
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("major", "<u2"), ("minor", "<u2"), ("rec_size", "<u2"), ("hdr_size", "<u2"),
@@ -64,6 +68,11 @@ class TaridxIndex:
         self._mapping = mapping
         self.rows_checked = False
         self.stat: os.stat_result | None = None  # of the file as opened (its identity for caches)
+        self.source: RangedSource | None = None  # where the bytes come from (local mmap or remote)
+
+    @property
+    def is_remote(self) -> bool:
+        return self.source is not None and self.source.is_remote
 
     @property
     def n_rows(self) -> int:
@@ -101,23 +110,14 @@ class TaridxIndex:
         Passes over every row call this behind them, so a 32 GB index never becomes
         32 GB of resident memory; a later read of those rows just maps the pages again.
         """
-        mapping = self._mapping
-        if mapping is None or stop <= start or not hasattr(mapping, "madvise"):
-            return
-        page = mmap.PAGESIZE
-        first = (self.header.off_arr + start * RECORD_SIZE) // page * page
-        end = min(len(mapping), self.header.off_arr + stop * RECORD_SIZE)
-        if end > first:
-            mapping.madvise(mmap.MADV_DONTNEED, first, end - first)
+        if self.source is not None and stop > start:
+            self.source.release(self.header.off_arr + start * RECORD_SIZE, (stop - start) * RECORD_SIZE)
 
     def close(self) -> None:
         self.rows = self.rows[:0].copy()
-        if self._mapping is not None:
-            try:
-                self._mapping.close()
-            except BufferError:  # a caller still holds a view; the map closes when it is collected
-                pass
-            self._mapping = None
+        if self.source is not None:
+            self.source.close()  # a local one closes its map unless a caller still holds a view
+        self._mapping = None
 
     def __enter__(self) -> Self:
         return self
@@ -126,33 +126,35 @@ class TaridxIndex:
         self.close()
 
 
-def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None) -> TaridxIndex:
-    """Open and validate a .taridx. ``check_rows=None`` checks rows now only for indexes up to 256 MiB."""
-    path = os.fspath(path)
-    with open(path, "rb") as fh:
-        stat = os.fstat(fh.fileno())
-        size = stat.st_size
-        if size < HEADER_SIZE:
-            raise TruncatedError(path, "header", 0, "file shorter than the header",
-                                 expected=f"{HEADER_SIZE} bytes", found=f"{size} bytes")
-        mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None,
+                storage_options: dict | None = None) -> TaridxIndex:
+    """Open and validate a .taridx (a local path or a URL).
+
+    ``check_rows=None`` checks rows now only for local indexes up to 256 MiB; a remote
+    index reads its rows on demand (see :mod:`itarcore.formats.taridx_rows`), so rows
+    are checked at open only when asked (``check_rows=True``).
+    """
+    from ..storage import open_source
+
+    source = open_source(path, storage_options)
     try:
-        index = _parse(path, mapping, size, check_rows)
-        index.stat = stat
+        if source.size < HEADER_SIZE:
+            raise TruncatedError(source.name, "header", 0, "file shorter than the header",
+                                 expected=f"{HEADER_SIZE} bytes", found=f"{source.size} bytes")
+        index = _parse_remote(source, check_rows) if source.is_remote else _parse(source, check_rows)
     except BaseException:
-        try:
-            mapping.close()
-        except BufferError:  # a row view died with the error; the map goes when it is collected
-            pass
+        source.close()
         raise
     return index
 
 
-def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) -> TaridxIndex:
+def _parse(source: LocalSource, check_rows: bool | None) -> TaridxIndex:
+    path, mapping, size = source.name, source.mapping, source.size
     header = parse_header(path, mapping[:HEADER_SIZE], size)
     extensions, crash_stems = parse_tables(path, header, mapping)
     rows = np.frombuffer(mapping, ROW_DTYPE, count=header.n_rows, offset=header.off_arr)
     index = TaridxIndex(path, header, extensions, crash_stems, rows, mapping)
+    index.stat, index.source = source.stat, source
     region = size - header.off_arr
     if check_rows or (check_rows is None and region <= EAGER_ROW_CHECK_BYTES):
         try:
@@ -160,6 +162,16 @@ def _parse(path: str, mapping: mmap.mmap, size: int, check_rows: bool | None) ->
         except FormatError:
             index.rows = rows = rows[:0].copy()  # drop the view so the map can close
             raise
+    return index
+
+
+def _parse_remote(source: RangedSource, check_rows: bool | None) -> TaridxIndex:
+    header, extensions, crash_stems = read_head_and_tables(source)
+    rows = LazyRows(RowBlockCache(source, header.off_arr, header.n_rows, ROW_DTYPE))
+    index = TaridxIndex(source.name, header, extensions, crash_stems, rows, None)  # type: ignore[arg-type]
+    index.source = source
+    if check_rows:
+        index.check_rows()
     return index
 
 

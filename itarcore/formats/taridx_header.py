@@ -9,13 +9,18 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import FormatError, TruncatedError, VersionError
+
+if TYPE_CHECKING:
+    from ..storage import RangedSource
 
 MAGIC = b"TARIDX"
 MAJOR, MINOR = 1, 0
 HEADER_SIZE, RECORD_SIZE = 64, 32
 FLAG_CONTIGUOUS = 0x01
+_FIRST_READ = 64 << 10  # a remote index's first request: header and, usually, both tables
 HEADER_STRUCT = struct.Struct("<8sHHHHQQIIQQB7s")
 assert HEADER_STRUCT.size == HEADER_SIZE
 
@@ -149,8 +154,23 @@ class TaridxSummary:
         return self.header.n_rows
 
 
-def read_taridx_summary(path: str | os.PathLike[str]) -> TaridxSummary:
+def read_head_and_tables(source: RangedSource) -> tuple[TaridxHeader, list[str], list[str]]:
+    """Header and tables through ranged reads: one request for an index whose tables fit in 64 KiB."""
+    path, size = source.name, source.size
+    first = bytes(source.read(0, min(size, _FIRST_READ)))
+    header = parse_header(path, first, size)
+    if header.off_arr > len(first):
+        first += bytes(source.read(len(first), header.off_arr - len(first)))
+    return (header, *parse_tables(path, header, first))
+
+
+def read_taridx_summary(path: str | os.PathLike[str], storage_options: dict | None = None) -> TaridxSummary:
     """Header and tables of a .taridx, validated as :func:`~itarcore.formats.taridx.read_taridx` does, rows unread."""
+    from ..storage import is_url, open_source
+
+    if is_url(path):
+        with open_source(path, storage_options) as source:
+            return TaridxSummary(source.name, *read_head_and_tables(source))
     path = os.fspath(path)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size

@@ -109,8 +109,11 @@ def pil_size(data: bytes | memoryview, formats: tuple[str, ...] | None = None) -
 _NO_DIMS = (6, 7, 8)  # video and raw pixels: Pillow would only guess
 
 
-def image_size(data: bytes, fmt: int = 0) -> tuple[int, int]:
-    """(width, height) of one image; ``fmt`` is a TBL format code picking the fast header parser."""
+def image_size(data: bytes, fmt: int = 0, clamp: bool = True) -> tuple[int, int]:
+    """(width, height) of one image; ``fmt`` is a TBL format code picking the fast header parser.
+
+    ``clamp``: sizes the TBL index cannot hold (over 65,535) give (0, 0), as for a non-image.
+    """
     parse = _FAST.get(int(fmt))
     found = parse(data) if parse is not None else None
     if found is None:
@@ -120,7 +123,7 @@ def image_size(data: bytes, fmt: int = 0) -> tuple[int, int]:
             return (0, 0)
         found = pil_size(data, _STILL_FORMATS)
     w, h = found
-    return (w, h) if 0 <= w <= _U16 and 0 <= h <= _U16 else (0, 0)  # the index holds u16 dims
+    return (w, h) if not clamp or (0 <= w <= _U16 and 0 <= h <= _U16) else (0, 0)  # the index holds u16 dims
 
 
 # -- many samples at once -----------------------------------------------------------------------
@@ -209,8 +212,11 @@ _FAST_MANY = {2: _png_many, 3: _webp_many, 4: _bmp_many}
 
 
 def image_dims(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, formats: np.ndarray,
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Width and height (uint16) of the samples ``buf[starts[i] : starts[i] + lengths[i]]``, as image_size gives."""
+               clamp: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Width and height (uint16) of the samples ``buf[starts[i] : starts[i] + lengths[i]]``, as image_size gives.
+
+    ``clamp=False``: int64 sizes, not limited to what the TBL index holds.
+    """
     starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
     w, h = np.zeros(len(starts), np.int64), np.zeros(len(starts), np.int64)
     todo = _HAS_DIMS[formats]
@@ -224,6 +230,8 @@ def image_dims(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, formats
     named = np.flatnonzero(todo & (formats != 0) & (lengths > 0))  # cheap first: what cannot reach Pillow
     todo[named[~_STILL_FIRST_BYTE[buf[starts[named]]]]] = False
     for i in np.flatnonzero(todo).tolist():
-        w[i], h[i] = image_size(buf[starts[i] : starts[i] + lengths[i]].tobytes(), int(formats[i]))
+        w[i], h[i] = image_size(buf[starts[i] : starts[i] + lengths[i]].tobytes(), int(formats[i]), clamp)
+    if not clamp:
+        return w, h
     fits = (w >= 0) & (w <= _U16) & (h >= 0) & (h <= _U16)  # the index holds u16 dims
     return np.where(fits, w, 0).astype(np.uint16), np.where(fits, h, 0).astype(np.uint16)

@@ -53,6 +53,7 @@ class ShardMembers:
     ext_names: list[str]  # local first-appearance order
     file_size: int = 0
     run_starts: np.ndarray | None = None  # rows whose (keyhash, stem) differs from the row before
+    fetched: tuple[int, int, float] | None = None  # a remote scan's (bytes, requests, seconds waiting)
 
     def __post_init__(self) -> None:
         if self.run_starts is None:  # computed here, in the worker, to keep the fold merge small

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..audit import audit_index as audit_index
     from ..audit import quick_check as quick_check
+    from ..content.dedup import find_duplicates as find_duplicates
+    from ..content.export import export_subset as export_subset
+    from ..content.stats import compute_stats as compute_stats
     from ..diff import diff_indexes as diff_indexes
     from .convert_tbl import convert_tar_to_tbl as convert_tar_to_tbl
     from .index import IndexResult as IndexResult
@@ -21,7 +24,8 @@ if TYPE_CHECKING:
 _WHERE = {
     "audit_index": "..audit", "quick_check": "..audit", "convert_tar_to_tbl": ".convert_tbl",
     "IndexResult": ".index", "index_fold": ".index", "index_folds": ".index", "update_index": ".index",
-    "diff_indexes": "..diff",
+    "diff_indexes": "..diff", "compute_stats": "..content.stats",
+    "find_duplicates": "..content.dedup", "export_subset": "..content.export",
 }
 __all__ = list(_WHERE)
 

@@ -2,21 +2,23 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import DatasetError, WriteError
 from ..executors import ExecutorSpec, TaskRunner, task_runner
-from ..formats.taridx import write_taridx
-from ..indexing.build import ShardCounts, build_fold
+from ..indexing.build import Shard, ShardCounts, build_fold
 from ..indexing.cache import ShardCache
 from ..indexing.indexer import discover_folds
+from ..indexing.remote import RemoteOptions, RemoteShard, discover_remote_folds
 from ..progress import CancelToken, Progress, ProgressCallback
+from ..storage import FetchStats, is_url, join, parent
+from .index_target import IndexTarget
 
 IF_EXISTS = ("replace", "backup", "stop")
 
@@ -24,8 +26,8 @@ IF_EXISTS = ("replace", "backup", "stop")
 @dataclass
 class IndexResult:
     fold: str
-    path: Path
-    shards: list[Path]
+    path: Path | str  # a URL when the index was written to a store
+    shards: list[Path | str]  # URLs (credentials stripped) for remote shards
     n_rows: int
     n_stems: int
     extensions: list[tuple[str, int]]  # (name, row count) in id order
@@ -38,67 +40,107 @@ class IndexResult:
     counts: ShardCounts = field(default_factory=ShardCounts)  # shards reused from the cache, scanned, failed
     route: str = "numpy"  # the tar scan that ran: "compiled" (numba), "numpy", or "cache" (no scan)
     route_reason: str = ""
+    fetched: FetchStats | None = None  # remote shards: bytes downloaded, requests, seconds waiting
 
     @property
     def members_per_second(self) -> float:
         return self.n_rows / self.seconds if self.seconds > 0 else 0.0
 
+    def fetch_summary(self) -> dict[str, float | int] | None:
+        """What indexing remote shards cost, for ``--json`` (None for local shards)."""
+        if self.fetched is None:
+            return None
+        wall = self.seconds if self.seconds > 0 else float("inf")
+        return {"bytes_fetched": self.fetched.bytes_fetched, "requests": self.fetched.requests,
+                "fold_bytes": self.total_bytes,
+                "fraction_fetched": round(self.fetched.bytes_fetched / self.total_bytes, 6) if self.total_bytes else 0,
+                "fetch_bytes_per_second": round(self.fetched.bytes_fetched / wall),
+                "indexed_bytes_per_second": round(self.total_bytes / wall),
+                "seconds_waiting": round(self.fetched.seconds, 3)}
+
+    def fetch_text(self) -> str:
+        """One line for the summary, e.g. ``fetched 4.1 MB of 1.2 GB (0.3%) in 40 requests, 12 MB/s``."""
+        f = self.fetch_summary()
+        if f is None:
+            return ""
+        return (f"fetched {_size(f['bytes_fetched'])} of {_size(f['fold_bytes'])} "
+                f"({100 * f['fraction_fetched']:.1f}%) in {f['requests']:,} requests, "
+                f"{_size(f['fetch_bytes_per_second'])}/s fetched, {_size(f['indexed_bytes_per_second'])}/s indexed")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
 
 Executor = str | ExecutorSpec | TaskRunner | None
 
 
-def index_fold(shards: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, fold: str | None = None,
+def index_fold(shards: Sequence[Shard], output: str | os.PathLike[str], *, fold: str | None = None,
                jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
                cache: ShardCache | None = None, progress: ProgressCallback | None = None,
-               cancel: CancelToken | None = None) -> IndexResult:
+               cancel: CancelToken | None = None, remote: RemoteOptions | None = None) -> IndexResult:
     """Index ``shards`` (in fid order) into ``output``. Cancel or failure leaves no partial file.
 
     ``executor`` runs the per-shard scans (default: ``jobs`` threads, see ``itarcore.executors``);
     with a ``cache``, unchanged shards are loaded from it and new tables are stored in it.
+    Shards may be remote (:class:`~itarcore.indexing.remote.RemoteShard`, read as ``remote``
+    says) and ``output`` a store URL (uploaded whole when finished, with ``remote``'s
+    storage options).
     """
     if if_exists not in IF_EXISTS:
         raise ValueError(f"if_exists must be one of {IF_EXISTS}")
-    output = Path(output)
-    shard_paths = [Path(p) for p in shards]
-    if not shard_paths:
-        raise DatasetError(f"{output}: no shards to index")
-    if output.exists() and if_exists == "stop":
-        raise WriteError(f"{output}: an index already exists (choose replace or backup)")
+    remote = remote or RemoteOptions()
+    target = IndexTarget(output, remote.storage_options)
+    shard_list = [s if isinstance(s, RemoteShard) else Path(s) for s in shards]
+    if not shard_list:
+        raise DatasetError(f"{target.name}: no shards to index")
+    if if_exists == "stop" and target.exists():
+        raise WriteError(f"{target.name}: an index already exists (choose replace or backup)")
     started = time.perf_counter()
-    build = build_fold(shard_paths, force_contiguous=contiguous, jobs=jobs, executor=executor, cache=cache,
-                       progress=progress, cancel=cancel)
+    build = build_fold(shard_list, force_contiguous=contiguous, jobs=jobs, executor=executor, cache=cache,
+                       progress=progress, cancel=cancel, remote=remote)
     built = build.index
     if cancel is not None:
         cancel.raise_if_cancelled()
-    backup = None
-    if output.exists() and if_exists == "backup":
-        backup = output.with_name(output.name + f".bak-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(output, backup)
-    write_taridx(output, built.rows, built.extensions, built.crash_stems, built.n_stems, built.contiguous)
+    backup = target.backup() if if_exists == "backup" and target.exists() else None
+    target.write(built)
     counts = np.bincount(built.rows["extid"], minlength=len(built.extensions)) if len(built.rows) else []
     warnings = list(build.notes)
     if not len(built.rows):
         warnings.append("the shards hold no regular files: the index is empty")
     return IndexResult(
-        fold=fold or output.name.removesuffix(".taridx"), path=output, shards=shard_paths,
+        fold=fold or _stem(target.name), path=target.output if not target.remote else target.name,
+        shards=[s.name if isinstance(s, RemoteShard) else s for s in shard_list],
         n_rows=len(built.rows), n_stems=built.n_stems,
         extensions=[(e, int(c)) for e, c in zip(built.extensions, counts)],
         crash_stems=built.crash_stems, contiguous=built.contiguous,
         seconds=time.perf_counter() - started, total_bytes=sum(built.shard_sizes), backup=backup, warnings=warnings,
-        counts=build.counts, route=built.route, route_reason=built.route_reason)
+        counts=build.counts, route=built.route, route_reason=built.route_reason, fetched=build.fetched)
+
+
+def _stem(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1].removesuffix(".taridx")
 
 
 def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None, *,
                 output: str | os.PathLike[str] | None = None, output_dir: str | os.PathLike[str] | None = None,
                 jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
                 cache: ShardCache | None = None, progress: ProgressCallback | None = None,
-                cancel: CancelToken | None = None) -> list[IndexResult]:
+                cancel: CancelToken | None = None, remote: RemoteOptions | None = None) -> list[IndexResult]:
     """Index folds found in ``root`` (all by default) into ``<output_dir or root>/<fold>.taridx``.
 
     One executor serves every fold (a Dask cluster is started at most once, and only if a
-    shard needs scanning).
+    shard needs scanning). ``root`` may be a URL: a folder of shards, or one fold in it
+    (``s3://bucket/ds/train``); its shards are then read with ranged requests as ``remote``
+    says, and its indexes go beside them unless ``output``/``output_dir`` say otherwise.
     """
-    found = discover_folds(root)
+    remote = remote or RemoteOptions()
+    found: dict[str, list[Any]] = (discover_remote_folds(os.fspath(root), remote.storage_options) if is_url(root)
+                                   else discover_folds(root))
     if not found:
         raise DatasetError(f"{root}: no shards named <fold>_<suffix>.tar")
     chosen = list(folds) if folds else list(found)
@@ -107,12 +149,12 @@ def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None
         raise DatasetError(f"{root}: no shards for fold(s) {', '.join(unknown)} (found: {', '.join(found)})")
     if output is not None and len(chosen) != 1:
         raise DatasetError("--output names one file: choose exactly one fold with --fold")
-    total = sum(os.path.getsize(p) for f in chosen for p in found[f])
+    total = sum(p.size if isinstance(p, RemoteShard) else os.path.getsize(p) for f in chosen for p in found[f])
     done_before = 0
     results = []
     with task_runner(executor, jobs) as runner:
         for fold in chosen:
-            target = Path(output) if output is not None else Path(output_dir or root) / f"{fold}.taridx"
+            target = output if output is not None else _default_target(found[fold][0], output_dir, fold)
 
             def relay(p: Progress, base: int = done_before, name: str = fold) -> None:
                 if progress is not None:
@@ -120,9 +162,16 @@ def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None
 
             results.append(index_fold(found[fold], target, fold=fold, jobs=jobs, contiguous=contiguous,
                                       if_exists=if_exists, executor=runner, cache=cache, progress=relay,
-                                      cancel=cancel))
+                                      cancel=cancel, remote=remote))
             done_before += results[-1].total_bytes
     return results
+
+
+def _default_target(first_shard: Shard, output_dir: str | os.PathLike[str] | None, fold: str) -> str | Path:
+    """``<output_dir or the shards' folder>/<fold>.taridx`` (a URL when that folder is one)."""
+    folder = output_dir if output_dir is not None else (
+        parent(first_shard.url) if isinstance(first_shard, RemoteShard) else Path(first_shard).parent)
+    return join(folder, f"{fold}.taridx") if is_url(os.fspath(folder)) else Path(folder) / f"{fold}.taridx"
 
 
 def update_index(index: str | os.PathLike[str], *, jobs: int = 1, contiguous: bool = False,

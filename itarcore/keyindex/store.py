@@ -61,19 +61,31 @@ class IndexIdentity:
 
     @classmethod
     def of(cls, index: TaridxIndex) -> IndexIdentity:
-        st = index.stat if index.stat is not None else os.stat(index.path)
         digest = xxhash.xxh64()
         digest.update(repr(sorted(index.header.as_dict().items())).encode())
         digest.update("\n".join(index.extensions).encode("utf-8", "surrogateescape") + b"\0")
         digest.update("\n".join(index.crash_stems).encode("utf-8", "surrogateescape") + b"\0")
         digest.update(index.rows[:_FINGERPRINT_ROWS].tobytes())
         digest.update(index.rows[-_FINGERPRINT_ROWS:].tobytes())
-        return cls(os.path.realpath(index.path), st.st_size, st.st_mtime_ns, st.st_ino, digest.intdigest())
+        if index.is_remote:  # a URL: its size and ETag (or modification time) stand for the stat
+            name, size, tag = index.source.identity
+            return cls(name, size, xxhash.xxh64_intdigest(tag.encode()) >> 1, 0, digest.intdigest())
+        st = index.stat if index.stat is not None else os.stat(index.path)
+        return cls(cls.path_of(index), st.st_size, st.st_mtime_ns, st.st_ino, digest.intdigest())
+
+    @staticmethod
+    def path_of(index: TaridxIndex) -> str:
+        """The index's path (real path) or URL (without secrets): what names its key file."""
+        return index.source.identity[0] if index.is_remote else os.path.realpath(index.path)
 
 
 def key_file_path(identity: IndexIdentity, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """One file per index path: a rebuild after the index changed replaces the stale one."""
-    name = xxhash.xxh64(identity.path.encode("utf-8", "surrogateescape")).hexdigest()
+    return key_file_for(identity.path, cache_dir)
+
+
+def key_file_for(index_path: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    name = xxhash.xxh64(index_path.encode("utf-8", "surrogateescape")).hexdigest()
     return cache_root(cache_dir) / "keys" / (name + SUFFIX)
 
 
@@ -156,6 +168,8 @@ class KeyIndex:
     def open_cached(cls, index: TaridxIndex, cache_dir: str | os.PathLike[str] | None = None) -> KeyIndex | None:
         """The cached key index of ``index``, or None when there is none or it is stale or damaged."""
         try:
+            if not key_file_for(IndexIdentity.path_of(index), cache_dir).exists():
+                return None  # nothing cached: no need to read rows for the fingerprint (a remote index's)
             identity = IndexIdentity.of(index)
             return cls.open_file(key_file_path(identity, cache_dir), index, identity)
         except OSError:

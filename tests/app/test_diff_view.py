@@ -10,46 +10,20 @@ import xxhash
 
 pytest.importorskip("PySide6")
 from diff_fixtures import SHARDS, build_modified_train, expected_diff, samples_of
+from gui_helpers import open_file
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from app.views.formats.taridx import diff_view
 from app.views.formats.taridx.diff_view import DiffView, compare_with
-from app.views.settings import SETTINGS_ENV
 from itarcore.diff import diff_indexes
 from itarcore.formats.taridx import read_taridx
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
 
 
 @pytest.fixture
 def folds(webds: Path, tmp_path: Path) -> tuple[Path, Path, dict]:
     injected = build_modified_train(webds, tmp_path / "new")
     return webds / "train.taridx", tmp_path / "new" / "train.taridx", injected
-
-
-@pytest.fixture
-def window(qtbot):
-    from app.views.main_window import MainWindow
-
-    w = MainWindow()
-    w.resize(1500, 950)
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-    for box in QApplication.topLevelWidgets():
-        if isinstance(box, QMessageBox):
-            box.close()
-
-
-def open_index(qtbot, window, path: Path) -> None:
-    with qtbot.waitSignal(window.previewSettled, timeout=15_000), \
-            qtbot.waitSignal(window.documentOpened, timeout=15_000):
-        window.open_path(str(path))
 
 
 def compare(qtbot, window, other: Path) -> DiffView:
@@ -74,9 +48,9 @@ def rows_of_stem(index_path: Path, stem: str) -> list[int]:
 def test_compare_shows_counts_and_clicking_selects_rows(qtbot, window, folds, webds: Path, tmp_path: Path) -> None:
     old, new, injected = folds
     assert not window.actions_.compare.isEnabled()  # nothing open
-    open_index(qtbot, window, Path(__file__).resolve().parents[1] / "data" / "kastore" / "example.trees")
+    open_file(qtbot, window, Path(__file__).resolve().parents[1] / "data" / "kastore" / "example.trees")
     assert not window.actions_.compare.isEnabled()  # not a TARIDX index
-    open_index(qtbot, window, new)
+    open_file(qtbot, window, new)
     assert window.actions_.compare.isEnabled()
     view = compare(qtbot, window, old)
     truth = expected_diff(samples_of(webds), samples_of(new.parent))
@@ -131,7 +105,7 @@ def test_dark_palette_screenshot(qtbot, window, folds, tmp_path: Path) -> None:
     before = app.palette()
     try:
         apply_theme(app, "dark")
-        open_index(qtbot, window, new)
+        open_file(qtbot, window, new)
         view = compare(qtbot, window, old)
         QApplication.processEvents()
         image = view.grab().toImage()
@@ -145,7 +119,7 @@ def test_dark_palette_screenshot(qtbot, window, folds, tmp_path: Path) -> None:
 
 def test_cancel_and_errors(qtbot, window, folds, tmp_path: Path, monkeypatch) -> None:
     old, new, _ = folds
-    open_index(qtbot, window, new)
+    open_file(qtbot, window, new)
     started, release = threading.Event(), threading.Event()
 
     def held(*args, **kwargs):  # the real diff, started only once the test has pressed Cancel

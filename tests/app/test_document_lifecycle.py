@@ -11,41 +11,15 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
+from gui_helpers import open_file
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
-from app.views.settings import SETTINGS_ENV
 from itarcore.dataset import Dataset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 WEBDS = DATA / "taridx" / "webds"
 TREES = DATA / "kastore" / "example.trees"
-
-
-@pytest.fixture(autouse=True)
-def _private(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
-    monkeypatch.setenv("ITARCORE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def window(qtbot):
-    from app.views.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-    for box in QApplication.topLevelWidgets():
-        if isinstance(box, QMessageBox):
-            box.close()
-
-
-def open_file(qtbot, window, path: Path) -> None:
-    with qtbot.waitSignal(window.previewSettled, timeout=15_000), \
-            qtbot.waitSignal(window.documentOpened, timeout=15_000):
-        window.open_path(str(path))
 
 
 def panel(window, title: str):
@@ -110,7 +84,7 @@ def test_other_tabs_show_their_own_context_not_the_rows_record(qtbot, window):
     row = exts.grid.current_source_row()
     assert row == 0
     offset, size = exts.table.byte_range(row)
-    assert window.hex_pane.model.highlight == (offset, offset + size)
+    assert window.hex_pane.highlight == (offset, offset + size)
     name = Path(WEBDS / "train.taridx").read_bytes()[offset:offset + size].decode()
     assert name == exts.model.text(0, 1)
     assert window.preview.payload is None  # an extension has no payload: not the row's JPEG

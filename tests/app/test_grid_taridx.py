@@ -2,40 +2,22 @@
 from __future__ import annotations
 
 import io
-import struct
 import tarfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QElapsedTimer, QPoint, Qt, QTimer
+from PySide6.QtCore import QPoint, Qt
+from synthetic import ROW_DT, Heartbeat, write_index
 
-from app.views.settings import SETTINGS_ENV
 from itarcore.indexing import indexer
 from itarcore.jobs.index import index_fold
 
 CRASH_STEM = "late sample 7"  # a stem with spaces, made to collide with an earlier stem below
 EARLIER = "sample_0003"
 EXTS = ("jpg", "cls", "json", "txt")
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
-
-
-@pytest.fixture
-def window(qtbot):
-    from app.views.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
 
 
 def build_fold(folder: Path, monkeypatch) -> tuple[Path, list[str]]:
@@ -104,72 +86,12 @@ def test_stem_contains_finds_every_row_far_below_the_first_screen(qtbot, window,
 
 # ---- a 10M-row index: nothing on the GUI thread for more than 50 ms ------------------------------
 N_BIG = 10_000_000
-ROW_DT = np.dtype([("fid", "<u2"), ("offset", "<u8"), ("size", "<u8"), ("extid", "<u2"), ("crashid", "<u4"),
-                   ("keyhash", "<u8")])
-
-
-def write_big_index(path: Path, n_rows: int, chunk: int = 1_000_000) -> None:
-    """A valid TARIDX with random sizes and keyhashes (no shards: rows browse, previews are off)."""
-    exts = "\n".join(EXTS).encode()
-    off_arr = 64 + len(exts)
-    header = struct.pack("<8sHHHHQQIIQQB7x", b"TARIDX\0\0", 1, 0, 32, 64, n_rows, n_rows, len(EXTS), 0,
-                         off_arr, off_arr, 0)
-    rng = np.random.default_rng(5)
-    with open(path, "wb") as fh:
-        fh.write(header + exts)
-        for start in range(0, n_rows, chunk):
-            n = min(chunk, n_rows - start)
-            rows = np.zeros(n, ROW_DT)
-            rows["offset"] = np.arange(start, start + n, dtype=np.uint64) * 1024
-            rows["size"] = rng.integers(1, 10**9, n)
-            rows["extid"] = rng.integers(0, len(EXTS), n)
-            rows["keyhash"] = rng.integers(0, 2**63, n, dtype=np.int64)
-            fh.write(rows.tobytes())
-
-
-class Heartbeat:
-    """A 10 ms timer on the GUI thread; each gap between two ticks is a time the event loop did not run.
-
-    Per gap it records the wall time and the GUI thread's own CPU time. On a loaded shared machine the
-    wall gap also holds time the OS gave to other processes; the CPU time is the work the GUI thread
-    itself did without returning to the event loop, which is what "nothing over 50 ms on the GUI
-    thread" is about.
-    """
-
-    def __init__(self) -> None:
-        self.clock = QElapsedTimer()
-        self.timer = QTimer()
-        self.timer.setInterval(10)
-        self.timer.timeout.connect(self._tick)
-        self.last = 0
-        self.last_cpu = 0.0
-        self.max_gap_ms = 0.0
-        self.max_busy_ms = 0.0
-
-    def _tick(self) -> None:
-        now, cpu = self.clock.nsecsElapsed(), time.thread_time()
-        self.max_gap_ms = max(self.max_gap_ms, (now - self.last) / 1e6)
-        self.max_busy_ms = max(self.max_busy_ms, (cpu - self.last_cpu) * 1e3)
-        self.last, self.last_cpu = now, cpu
-
-    def __enter__(self):
-        self.clock.start()
-        self.last, self.last_cpu = self.clock.nsecsElapsed(), time.thread_time()
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._tick()  # the gap up to the end of the measured action counts too
-        self.timer.stop()
 
 
 def test_no_gui_stall_over_50ms_on_10m_rows(qtbot, window, tmp_path):
     path = tmp_path / "big.taridx"
-    write_big_index(path, N_BIG)
+    write_index(path, N_BIG, exts=EXTS, max_size=10**9)
     window.resize(1100, 700)
-    # Only the grid is measured: the hex pane's repaint (a Python data() per byte cell, ~25 ms a paint
-    # on a loaded 2-core machine) is its own view's cost and comes with every status-bar change.
-    window.hex_dock.hide()
     rows_tab = open_rows(qtbot, window, path)
     qtbot.waitUntil(lambda: not rows_tab.model.fetching, timeout=30_000)
     stalls = {}

@@ -11,16 +11,10 @@ from PySide6.QtCore import QPoint, Qt
 
 from app.models import row_selection
 from app.models.row_selection import SortKey
-from app.views.settings import SETTINGS_ENV
 from app.views.table_tab import TableTab
 from itarcore.document import Column, Table
 
 N = 5000
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
 
 
 class Gate:

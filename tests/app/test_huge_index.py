@@ -9,8 +9,6 @@ import pytest
 pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt
 
-from app.views.settings import SETTINGS_ENV
-
 N_ROWS = 100_000_000
 
 
@@ -25,11 +23,6 @@ def write_sparse_taridx(path: Path, n_rows: int, exts: tuple[str, ...] = ("jpg",
     with open(path, "wb") as fh:
         fh.write(header + ext_block)
         fh.truncate(off_arr + 32 * n_rows)
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
 
 
 def test_jump_to_last_row_of_100m_rows(qtbot, tmp_path):
@@ -62,7 +55,7 @@ def test_jump_to_last_row_of_100m_rows(qtbot, tmp_path):
             last_visible = tab.model.rowCount() - 1
         assert tab.model.headerData(last_visible, Qt.Orientation.Vertical) == str(N_ROWS - 1)
         # the hex pane shows that row's 32-byte record, at the end of the file
-        start, end = w.hex_pane.model.highlight
+        start, end = w.hex_pane.highlight
         assert (start, end) == (path.stat().st_size - 32, path.stat().st_size)
         # no shard: the preview says why instead of showing bytes
         assert w.preview.payload is None

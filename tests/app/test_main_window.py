@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
+from gui_helpers import open_file
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QGuiApplication, QImage
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from app.views.settings import SETTINGS_ENV
 
@@ -21,32 +22,6 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 TREES = DATA / "kastore" / "example.trees"
 TACO = DATA / "taco" / "taco_3entries.tacozip"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    """Never touch the user's real settings."""
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
-
-
-@pytest.fixture
-def window(qtbot):
-    from app.views.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-    for box in QApplication.topLevelWidgets():
-        if isinstance(box, QMessageBox):
-            box.close()
-
-
-def open_file(qtbot, window, path: Path) -> None:
-    with qtbot.waitSignal(window.previewSettled, timeout=15_000), \
-            qtbot.waitSignal(window.documentOpened, timeout=15_000):
-        window.open_path(str(path))
 
 
 def test_open_kastore_select_rows_status_and_preview_bytes(qtbot, window):
@@ -67,7 +42,7 @@ def test_open_kastore_select_rows_status_and_preview_bytes(qtbot, window):
     key = tab.model.text(5, 0)
     assert bytes(window.preview.payload.data) == truth[key].tobytes()
     # the hex pane highlights the row's array bytes in the file
-    start, end = window.hex_pane.model.highlight
+    start, end = window.hex_pane.highlight
     raw = TREES.read_bytes()[start:end]
     assert raw == truth[key].tobytes()
 
@@ -77,14 +52,15 @@ def test_header_field_and_hex_byte_select_each_other(qtbot, window):
     panel = window.header_panel
     row = next(i for i, f in enumerate(panel.model.fields) if f.name == "file size")
     panel.view.selectRow(row)
-    assert window.hex_pane.model.highlight == (16, 24)
-    assert window.hex_pane.model.base == 0
+    hex_view = window.hex_pane.hex
+    assert window.hex_pane.highlight == (16, 24)
+    assert hex_view.top == 0  # the field's line is on screen
     # clicking byte 13 (inside "number of items", bytes 12..15) selects that field
-    hex_view = window.hex_pane.view
-    idx = window.hex_pane.model.index(0, 13)
-    qtbot.mouseClick(hex_view.viewport(), Qt.MouseButton.LeftButton, pos=hex_view.visualRect(idx).center())
+    pos = hex_view.byte_rect(13).center().toPoint()
+    qtbot.mouseClick(hex_view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     assert panel.current_field().name == "number of items"
-    assert window.hex_pane.model.highlight == (12, 16)
+    assert window.hex_pane.highlight == (12, 16)
+    assert hex_view.selection() == (13, 14)  # the clicked byte stays the cursor inside its field
 
 
 def test_sort_and_filter_match_numpy_truth(qtbot, window):

@@ -7,22 +7,15 @@ seconds.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QElapsedTimer, QTimer
 
-from app.views.settings import SETTINGS_ENV
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from bench_browser import write_index
+from synthetic import Heartbeat, write_index
 
 N_ROWS = 4_000_000
 # The issue's budget is 50 ms on an idle machine. These tests share 2 cores with other jobs (load 5-7),
@@ -39,34 +32,10 @@ def big_index(tmp_path_factory) -> Path:
     return path
 
 
-class Heartbeat:
-    def __init__(self) -> None:
-        self.clock = QElapsedTimer()
-        self.timer = QTimer()
-        self.timer.setInterval(5)
-        self.timer.timeout.connect(self._tick)
-        self.max_gap_ms = 0.0
-
-    def _tick(self) -> None:
-        now = self.clock.nsecsElapsed()
-        self.max_gap_ms = max(self.max_gap_ms, (now - self.last) / 1e6)
-        self.last = now
-
-    def __enter__(self) -> Self:
-        self.clock.start()
-        self.last = self.clock.nsecsElapsed()
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.timer.stop()
-
-
 @pytest.mark.parametrize("title, ready", [("Samples", "samplesReady"), ("Plots", "computed")])
 def test_showing_a_panel_of_a_big_index_never_stalls_the_gui(qtbot, tmp_path, monkeypatch, big_index, title, ready):
     from app.views.main_window import MainWindow
 
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
     monkeypatch.setenv("ITARCORE_CACHE_DIR", str(tmp_path / "cache"))
     w = MainWindow()
     qtbot.addWidget(w)

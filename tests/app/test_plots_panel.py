@@ -135,14 +135,12 @@ def test_picker_filters_the_rows_tab_to_a_shard_and_size_range(qtbot, tmp_path, 
 
 
 def test_counting_an_index_releases_its_pages_and_stops_between_chunks(monkeypatch, tmp_path):
-    import sys
+
+    from synthetic import write_index
 
     from itarcore.errors import Cancelled
     from itarcore.formats.taridx import read_taridx
     from itarcore.progress import CancelToken
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from bench_browser import write_index
 
     path = tmp_path / "mid.taridx"
     write_index(path, 100_000)

@@ -12,6 +12,7 @@ from PIL import Image
 
 pytest.importorskip("PySide6")
 
+from gui_helpers import show_payload
 from PySide6.QtCore import QPointF, Qt
 
 from app.views.preview import PayloadPreview, safe_file_name
@@ -30,19 +31,8 @@ def member(shard: str, name: str) -> Payload:
     return Payload(data, ext, name)
 
 
-@pytest.fixture
-def preview(qtbot):
-    w = PayloadPreview(debounce_ms=5)
-    qtbot.addWidget(w)
-    w.resize(640, 420)
-    w.show()
-    yield w
-    w.shutdown()
-
-
 def show(qtbot, w: PayloadPreview, payload: Payload) -> None:
-    with qtbot.waitSignal(w.previewReady, timeout=5000):
-        w.show_payload(payload)
+    show_payload(qtbot, w, payload)
 
 
 def test_jpeg_shows_size_and_pixel_values(qtbot, preview, tmp_path):
@@ -80,7 +70,9 @@ def test_json_tree_has_the_documents_keys(qtbot, preview, tmp_path):
     assert isinstance(tree, JsonTree)
     assert tree.top_keys() == list(truth)
     first = tree.invisibleRootItem().child(0)
-    assert first.text(1) == repr(truth[first.text(0)]) or first.text(1) == str(truth[first.text(0)])
+    value = truth[first.text(0)]
+    # strings as JSON writes them ("double quotes"), numbers as they are
+    assert first.text(1) == (json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value))
     preview.grab().save(str(tmp_path / "preview_json.png"))
 
 
@@ -120,11 +112,17 @@ def test_text_and_unknown_bytes(qtbot, preview):
     show(qtbot, preview, payload)
     assert isinstance(preview.content, TextView)
     assert preview.content.toPlainText() == payload.data.decode("utf-8")
-    readme = member("train_0000.tar", "README")
+    readme = member("train_0000.tar", "README")  # no extension, but text: shown as text, hex on request
     show(qtbot, preview, readme)
-    assert preview.content is None
+    assert isinstance(preview.content, TextView)
+    assert preview.content.toPlainText() == readme.data.decode("utf-8")
+    preview.hex_button.setChecked(True)
     assert preview.stack.currentWidget() is preview.hex_view
     assert preview.hex_view.text() == hex_dump(readme.data)
+    preview.hex_button.setChecked(False)
+    binary = Payload(bytes(range(256)), "", "blob")  # no extension and not text: hex only
+    show(qtbot, preview, binary)
+    assert preview.content is None and preview.stack.currentWidget() is preview.hex_view
 
 
 def test_hex_toggle_for_any_payload(qtbot, preview):

@@ -182,3 +182,17 @@ def test_parse_u64(text: str, value: int) -> None:
 def test_parse_u64_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_u64(text)
+
+
+def test_number_problems_are_told_in_plain_words(open_panel) -> None:
+    panel = open_panel("taco_3entries.tacozip")
+    dialog = panel.open_editor()
+    for offset, words in (("12a", "“12a” is not a whole number"), ("", "is empty"), ("0xzz", "hexadecimal digits"),
+                          (str(2**64), "larger than the largest 64-bit value")):
+        dialog.set_entry(0, offset, "10")
+        text = dialog.problems.text()
+        assert "entry 0 offset: " in text and words in text, text
+        assert "invalid literal" not in text and "int()" not in text and "base 10" not in text
+        assert not dialog.save_button.isEnabled()
+    dialog.set_entry(0, "0x10", "1,024")  # hex and thousands separators are fine
+    assert "entry 0 offset" not in dialog.problems.text() and "entry 0 (16 + 1,024)" in dialog.problems.text()

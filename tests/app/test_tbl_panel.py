@@ -65,7 +65,7 @@ def test_panel_shows_metadata_tree_and_crc(panel_for, qtbot):
     _doc, panel = panel_for(DATA / "v2_lz4_meta.tbl")
     panel.on_row_selected("samples", 4)
     assert panel.tree.top_keys() == ["label", "name"]
-    assert panel.tree.topLevelItem(1).text(1) == repr("class1/img_004.tif")
+    assert panel.tree.topLevelItem(1).text(1) == '"class1/img_004.tif"'  # a JSON string, in JSON's quotes
     assert "json" in panel.meta_caption.text() and "0x" in panel.crc_label.text() and "ok" in panel.crc_label.text()
     with qtbot.waitSignal(panel.highlightBytes) as sig:
         qtbot.mouseClick(panel.show_bytes, Qt.MouseButton.LeftButton)

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
+from gui_helpers import click
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWizard
 
@@ -23,19 +24,6 @@ def shards(webds: Path) -> Path:
     (webds / "notes.txt").write_text("not a shard")
     (webds / "broken_0000.tar").write_bytes(b"\x01" * 2048)
     return webds
-
-
-@pytest.fixture
-def wizard(qtbot) -> BuildIndexWizard:
-    w = BuildIndexWizard()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.run_page.stop_and_wait()
-
-
-def click(qtbot, button) -> None:
-    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
 def next_page(qtbot, wizard: BuildIndexWizard) -> None:

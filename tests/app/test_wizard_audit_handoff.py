@@ -1,15 +1,7 @@
 """The wizard's "Run audit" button opens the new index and runs the full audit in the main window."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
-
-from app.views.settings import SETTINGS_ENV
-
-
-@pytest.fixture(autouse=True)
-def _private_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTINGS_ENV, str(tmp_path / "settings.ini"))
 
 
 def test_run_audit_from_the_wizard_audits_the_opened_index(qtbot, webds):

@@ -7,25 +7,12 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import Qt
+from gui_helpers import click
 from PySide6.QtWidgets import QWizard
 
-from app.views.formats.taridx.wizard import OPTIONS, RUN, SUMMARY, BuildIndexWizard
+from app.views.formats.taridx.wizard import OPTIONS, RUN, SUMMARY
 
 FOLDS = ["mixed", "train", "val"]
-
-
-@pytest.fixture
-def wizard(qtbot) -> BuildIndexWizard:
-    w = BuildIndexWizard()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.run_page.stop_and_wait()
-
-
-def press(qtbot, wizard: BuildIndexWizard, which: QWizard.WizardButton) -> None:
-    qtbot.mouseClick(wizard.button(which), Qt.MouseButton.LeftButton)
 
 
 def test_options_page_spells_each_executor(qtbot, wizard) -> None:
@@ -45,11 +32,11 @@ def test_processes_then_a_rerun_that_reuses_every_shard(qtbot, wizard, webds: Pa
     for p in webds.glob("*.taridx"):
         p.unlink()
     wizard.source_page.set_folder(webds)
-    press(qtbot, wizard, QWizard.WizardButton.NextButton)
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
     assert wizard.currentId() == OPTIONS
     wizard.options_page.set_executor("processes")
     wizard.options_page.jobs.setValue(2)
-    press(qtbot, wizard, QWizard.WizardButton.NextButton)
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
     run = wizard.run_page
     qtbot.waitUntil(lambda: run.state == "done", timeout=60_000)
     for fold in FOLDS:
@@ -59,8 +46,8 @@ def test_processes_then_a_rerun_that_reuses_every_shard(qtbot, wizard, webds: Pa
     assert "train: 738 rows, 186 stems" in run.log.toPlainText() and "shards 0 reused, 3 scanned" in run.log.toPlainText()
 
     qtbot.waitUntil(lambda: run.worker is None)
-    press(qtbot, wizard, QWizard.WizardButton.BackButton)
-    press(qtbot, wizard, QWizard.WizardButton.NextButton)  # the same run again: every table is cached now
+    click(qtbot, wizard.button(QWizard.WizardButton.BackButton))
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))  # the same run again: every table is cached now
     assert wizard.currentId() == RUN
     qtbot.waitUntil(lambda: run.state == "done", timeout=60_000)
     assert run.tables_label.text() == "6 reused from the cache, 0 scanned"
@@ -69,7 +56,7 @@ def test_processes_then_a_rerun_that_reuses_every_shard(qtbot, wizard, webds: Pa
         assert (webds / f"{fold}.taridx").read_bytes() == (data_dir / "taridx" / "webds" / f"{fold}.taridx").read_bytes()
     run.grab().save(str(tmp_path / "run_reused.png"))
 
-    press(qtbot, wizard, QWizard.WizardButton.NextButton)
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
     assert wizard.currentId() == SUMMARY
     summary = wizard.summary_page
     summary.fold_choice.setCurrentIndex(FOLDS.index("train"))
@@ -80,14 +67,14 @@ def test_processes_then_a_rerun_that_reuses_every_shard(qtbot, wizard, webds: Pa
 
 def test_without_the_cache_every_shard_is_scanned(qtbot, wizard, webds: Path) -> None:
     wizard.source_page.set_folder(webds)
-    press(qtbot, wizard, QWizard.WizardButton.NextButton)
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
     wizard.options_page.set_folds(["val"])
     run = wizard.run_page
     for _ in range(2):
         wizard.options_page.use_cache.setChecked(False)
-        press(qtbot, wizard, QWizard.WizardButton.NextButton)
+        click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
         qtbot.waitUntil(lambda: run.state == "done", timeout=30_000)
         assert run.tables_label.text() == "0 reused from the cache, 1 scanned"
         assert "no cache" in run.log.toPlainText()
         qtbot.waitUntil(lambda: run.worker is None)
-        press(qtbot, wizard, QWizard.WizardButton.BackButton)
+        click(qtbot, wizard.button(QWizard.WizardButton.BackButton))

@@ -62,3 +62,17 @@ def test_bench_scale_quick_prints_every_executor_and_the_cache_runs(tmp_path: Pa
     assert "256 entries" in out  # one table a shard: the changed shard's new table replaced its old one
     for page_cache in ("cold", "warm"):
         assert re.search(rf"^{page_cache}\s+[\d.]+\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+[\d.]+%$", out, re.MULTILINE)
+
+
+def test_bench_gallery_quick_finds_the_planted_duplicates(tmp_path: Path) -> None:
+    out = run("bench_gallery.py", "--quick", "--dir", str(tmp_path))
+    for route in ("cat shards > /dev/null", "compute_stats (stats)", "find_duplicates (dedup)"):
+        for cache in ("warm", "cold"):
+            assert re.search(rf"^{re.escape(route)}\s+{cache}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+|—)$", out,
+                             re.MULTILINE), (route, cache)
+    assert "dedup found 1 groups of identical JPEGs (as planted); stats read 1,000 image headers" in out
+    # the Gallery's section: first screen and thumbnails/s, cold and warm, beside Pillow's plain route
+    for row in (r"first screen \(\d+ cells\), ms", r"itarcore thumbnails/s \(2 threads\)",
+                r"Pillow full decode \+ thumbnail/s"):
+        assert re.search(rf"^{row}\s+[\d,]+\s+[\d,]+", out, re.MULTILINE), row
+    assert re.search(r"^thumbnail cache: 1,000 files", out, re.MULTILINE)

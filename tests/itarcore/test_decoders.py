@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from itarcore.decoders import DecodeError, decode
+from itarcore.decoders import Decoded, DecodeError, decode
 
 WEBDS = Path(__file__).parents[1] / "data" / "taridx" / "webds"
 IMAGE_EXTS = {"jpg", "png", "webp", "left.jpg"}
@@ -68,8 +68,8 @@ def _check_member(name: str, ext: str, data: bytes) -> None:
         truth = np.array(Image.open(io.BytesIO(data)).convert("L"))  # the reference's SEG8 decode
         assert got.kind == "array"
         assert np.array_equal(got.value, truth) and got.value.shape == truth.shape
-    elif ext == "":
-        assert (got.kind, got.value) == ("bytes", data), name
+    elif ext == "":  # the fixtures' extensionless members are text (a README): detected as such
+        assert (got.kind, got.value) == ("text", data.decode("utf-8")), name
     else:
         pytest.fail(f"unexpected extension {ext!r} in fixtures")
 
@@ -102,13 +102,41 @@ def test_empty_txt_member() -> None:
         assert got.kind == "text" and got.value == ""
 
 
-def test_readme_without_extension_is_bytes() -> None:
+def test_readme_without_extension_is_text() -> None:
     readmes = [(n, e, d) for n, e, d in MEMBERS if n == "README"]
     assert readmes
     for _, ext, data in readmes:
         assert ext == ""
         got = decode(data, "")
-        assert got.kind == "bytes" and got.value == data == b"member without extension\n"
+        assert data == b"member without extension\n"
+        assert got.kind == "text" and got.value == "member without extension\n"
+
+
+def test_extensionless_binary_stays_bytes_and_json_is_json() -> None:
+    binary = bytes(range(256))
+    assert decode(binary, "") == Decoded("bytes", binary, "256 bytes")
+    assert decode(b"\x00hello", "").kind == "bytes"  # a NUL: not text
+    got = decode(b'  {"labels": ["cat", "dog"]}\n', "")
+    assert (got.kind, got.value) == ("json", {"labels": ["cat", "dog"]})
+    assert decode("naïve café\n".encode(), "").value == "naïve café\n"
+
+
+def test_tskit_metadata_bytes_are_json_not_an_array() -> None:
+    meta = {"name": "tsk_ind_0", "location": [1.5, 2.0]}
+    raw = json.dumps(meta).encode()
+    for dtype in ("int8", "uint8"):
+        got = decode(np.frombuffer(raw, np.int8).astype(dtype).tobytes(), "kastore",
+                     {"dtype": dtype, "length": len(raw), "key": "individuals/metadata"})
+        assert (got.kind, got.value) == ("json", meta)
+    numbers = np.array([0, 1, 2, 200], np.uint8)  # small numbers (control bytes) stay an array
+    got = decode(numbers.tobytes(), "kastore", {"dtype": "uint8", "length": 4})
+    assert got.kind == "array" and got.value.tolist() == [0, 1, 2, 200]
+
+
+def test_seg_masks_say_they_hold_labels() -> None:
+    got = decode(_png(np.array([[0, 1], [2, 2]], np.uint8)), "seg8")
+    assert got.kind == "array" and got.role == "labels"
+    assert decode(np.zeros(3, np.float32).tobytes(), "kastore", {"dtype": "float32"}).role == ""
 
 
 # -- pickle is never unpickled -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ a numpy mask per key (``(keyhash == k) & (crashid == c)``) and ``np.lexsort`` fo
 """
 from __future__ import annotations
 
+import itertools
 import os
 import tarfile
 from pathlib import Path
@@ -285,3 +286,78 @@ def test_build_memory_is_bounded_by_the_chunk_not_the_index(tmp_path: Path) -> N
             tracemalloc.stop()
     # ~3 MB: one chunk's sort or one merge batch; the key order alone would be 1.2M x 12 bytes = 14.4 MB
     assert peak < 6 << 20, f"peak {peak:,} bytes for 16,384-row chunks of a 1,200,000-row index"
+
+
+@pytest.mark.parametrize("checks", [0, 3, 40])
+def test_scan_stops_within_a_chunk_per_thread_of_cancel(webds: Path, checks: int) -> None:
+    """Latency in chunks, not seconds: after cancel, no scan thread starts another chunk."""
+    with Dataset.open(webds / "train.taridx", key_index=False) as ds:
+        token = CancelAfter(checks)
+        scanned_after_cancel = []
+        release = ds.index.release_rows
+
+        def count(start: int, stop: int) -> None:  # called once per chunk scanned
+            scanned_after_cancel.append(token.polls > checks)
+            release(start, stop)
+
+        ds.index.release_rows = count
+        with pytest.raises(Cancelled):
+            ds.lookup_stem("train000000", chunk=5, cancel=token)
+        assert len(scanned_after_cancel) <= checks + 2  # 738 rows: 148 chunks if it ran on
+        assert sum(scanned_after_cancel) <= 2  # at most the chunk each of the 2 threads was in
+        ds.index.release_rows = release
+        found = ds.lookup_stem("train000000", chunk=5, cancel=CancelToken()).tolist()
+        assert found == ds.scan_key(*ds.stem_key("train000000")).tolist() and len(found) > 1
+
+
+@pytest.mark.parametrize("in_key_order", [False, True])
+def test_build_checks_cancel_between_chunk_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 in_key_order: bool) -> None:
+    """Cancel latency in chunks: no two steps (a chunk read, sorted or written) run without a cancel
+    check between them, and none is bigger than a chunk; once cancel is seen, no step runs."""
+    from itarcore.keyindex import build
+
+    rows = generated_rows(20_000, 3000, seed=5)  # 5 runs of 4000: merge blocks of 400, batches <= 4000
+    if in_key_order:
+        rows = rows[np.lexsort((rows["crashid"], rows["keyhash"]))]
+    write_taridx(tmp_path / "x.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    events: list[tuple[str, int]] = []
+    real_pwrite = build._pwrite_all
+
+    def pwrite(fd: int, array: np.ndarray, offset: int, *checkpoint) -> None:
+        events.append(("step", len(array)))
+        real_pwrite(fd, array, offset, *checkpoint)
+
+    class Polled(CancelAfter):
+        @property
+        def cancelled(self) -> bool:
+            answer = CancelAfter.cancelled.fget(self)
+            events.append(("cancelled" if answer else "poll", 0))
+            return answer
+
+    monkeypatch.setattr(build, "_pwrite_all", pwrite)
+    def sort(keys: np.ndarray, checkpoint) -> np.ndarray:
+        events.append(("step", len(keys)))
+        return stable_argsort_u64(keys, checkpoint)
+
+    def chunks(*args, **kwargs):
+        for start, part in real_chunks(*args, **kwargs):
+            events.append(("step", len(part)))
+            yield start, part
+
+    real_chunks = build.iter_row_chunks
+    monkeypatch.setattr(build, "stable_argsort_u64", sort)
+    monkeypatch.setattr(build, "iter_row_chunks", chunks)
+    with read_taridx(tmp_path / "x.taridx") as index:
+        build_key_index(index, tmp_path / "all", cancel=Polled(10**9), chunk_rows=4000).close()
+        steps = [size for kind, size in events if kind == "step"]
+        assert len(steps) >= 5 and max(steps) <= 4000
+        kinds = [kind for kind, _ in events]
+        assert all(not (a == b == "step") for a, b in itertools.pairwise(kinds)), events  # a poll between any two
+        n_polls = kinds.count("poll")
+        for stop_at in (0, n_polls // 3, n_polls - 3):
+            events.clear()
+            with pytest.raises(Cancelled):
+                build_key_index(index, tmp_path / f"c{stop_at}", cancel=Polled(stop_at), chunk_rows=4000)
+            kinds = [kind for kind, _ in events]
+            assert "cancelled" in kinds and "step" not in kinds[kinds.index("cancelled"):]

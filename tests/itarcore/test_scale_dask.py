@@ -69,7 +69,10 @@ def test_dask_gives_the_bytes_of_threads_on_64_shards(fold64: Path, tmp_path: Pa
     assert (fold64 / "big.taridx").read_bytes() == threads_bytes(shards, tmp_path)
     done = [p.done for p in seen]
     assert done == sorted(done) and done[-1] == sum(p.stat().st_size for p in shards)
-    assert 0 < done[0] < done[-1]  # the first report came with the first finished shard, not at the end
+    # before any byte counts, only announcements (what is being done: cache checks, the first shard to read)
+    first = next(i for i, d in enumerate(done) if d > 0)
+    assert all(p.message for p in seen[:first])
+    assert 0 < done[first] < done[-1]  # the first counted report came with the first finished shard, not at the end
     assert seen[-1].message == "0 reused, 64 scanned"
 
 

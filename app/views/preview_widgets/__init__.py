@@ -33,7 +33,7 @@ def make_view(decoded: Any, data: bytes | memoryview, compact: bool = False) -> 
     if kind == "pickle":
         return TextView(value, monospace=True)
     if kind == "array":
-        return ArrayView(value, compact=compact)
+        return ArrayView(value, compact=compact, labels=getattr(decoded, "role", "") == "labels")
     if kind == "label":
         return LabelView(value, compact=compact)
     if kind == "table":

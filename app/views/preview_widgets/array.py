@@ -30,6 +30,28 @@ def _numeric(arr: np.ndarray) -> np.ndarray | None:
     return None
 
 
+# One colour per label (a segmentation mask): label 0 (background) is black, 1.. cycle through these.
+LABEL_PALETTE = np.array([
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
+    (227, 119, 194), (188, 189, 34), (23, 190, 207), (174, 199, 232), (255, 187, 120), (152, 223, 138),
+    (255, 152, 150), (197, 176, 213), (196, 156, 148), (247, 182, 210), (219, 219, 141), (158, 218, 229),
+    (127, 127, 127), (255, 255, 255)], dtype=np.uint8)
+
+
+def label_colours(mask: np.ndarray) -> np.ndarray:
+    """An RGB image of ``mask``: black where 0, label k in LABEL_PALETTE[(k - 1) % len]."""
+    ids = mask.astype(np.int64, copy=False)
+    rgb = LABEL_PALETTE[(ids - 1) % len(LABEL_PALETTE)]
+    rgb[ids == 0] = 0
+    return rgb
+
+
+def label_summary(mask: np.ndarray) -> str:
+    labels = np.unique(mask)
+    shown = ", ".join(str(v) for v in labels[:12]) + (" …" if len(labels) > 12 else "")
+    return f"{mask.dtype} {tuple(mask.shape)} · {len(labels)} label{'s' if len(labels) != 1 else ''}: {shown}"
+
+
 def _is_colour(arr: np.ndarray) -> bool:
     return arr.ndim == 3 and arr.shape[2] in (3, 4) and arr.dtype == np.uint8
 
@@ -41,18 +63,25 @@ class ArrayView(QWidget):
     histogram and time slider.
     """
 
-    def __init__(self, arr: np.ndarray, parent: QWidget | None = None, compact: bool = False) -> None:
+    def __init__(self, arr: np.ndarray, parent: QWidget | None = None, compact: bool = False,
+                 labels: bool = False) -> None:
         super().__init__(parent)
         self.array = arr
-        self.kind = ""  # "plot", "image", "stack", "text": what is shown
-        self.summary = QLabel(array_summary(arr))
+        self.kind = ""  # "plot", "image", "labels", "stack", "text": what is shown
+        labels = labels and arr.ndim == 2 and arr.size > 0 and arr.dtype.kind in "iu"
+        self.summary = QLabel(label_summary(arr) if labels else array_summary(arr))
         self.summary.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.summary)
         numeric = _numeric(arr)
-        if numeric is not None and arr.ndim == 1 and arr.size:
+        if labels:
+            self.kind = "labels"
+            self.image = ImagePane(readout=not compact)
+            self.image.set_labels(arr, label_colours(arr))
+            layout.addWidget(self.image, 1)
+        elif numeric is not None and arr.ndim == 1 and arr.size:
             self.kind = "plot"
             self.plot = pg.PlotWidget()
             style_plot(self.plot, self)

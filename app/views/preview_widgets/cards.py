@@ -29,6 +29,7 @@ from . import make_view
 
 CARD_MIN_WIDTH, CARD_MAX_WIDTH = 230, 520
 _LIVE_WORKERS: set[JobWorker] = set()  # see app.views.preview: the pool must not outlive its runnables
+Describe = Callable[[np.ndarray], tuple[list[str], list[str], list[int]]]  # rows -> names, extensions, sizes
 
 
 @dataclass
@@ -43,15 +44,29 @@ class MemberResult:
 
 
 def load_members(rows: np.ndarray, names: list[str], exts: list[str], sizes: list[int],
-                 read: Callable[[int], bytes]) -> list[MemberResult]:
-    """Read and decode each member (worker thread); a failing member carries its error instead."""
+                 read: Callable[[int], bytes], describe: Describe | None = None,
+                 read_many: Callable[[np.ndarray], list[bytes]] | None = None) -> list[MemberResult]:
+    """Read and decode each member (worker thread); a failing member carries its error instead.
+
+    ``describe(rows)`` gives names, extensions and sizes here rather than on the GUI thread, and
+    ``read_many(rows)`` reads every payload in one batch (a remote fold: one request per shard);
+    if the batch fails, members are read one by one so each card shows its own error.
+    """
     from itarcore.decoders import decode
 
+    if describe is not None:
+        names, exts, sizes = describe(rows)
+    batch: list[bytes] | None = None
+    if read_many is not None:
+        try:
+            batch = read_many(rows)
+        except (ItarError, OSError):
+            batch = None
     out = []
-    for row, name, ext, size in zip(rows.tolist(), names, exts, sizes):
+    for i, (row, name, ext, size) in enumerate(zip(rows.tolist(), names, exts, sizes)):
         result = MemberResult(int(row), name, ext, int(size))
         try:
-            result.data = read(int(row))
+            result.data = batch[i] if batch is not None else read(int(row))
             result.decoded = decode(result.data, ext)
         except ItarError as exc:
             result.error = str(exc)
@@ -144,10 +159,11 @@ class SampleCards(QWidget):
         self._strip.resize(max(need, view.width()), view.height())
 
     def show_sample(self, header: str, rows: np.ndarray, names: list[str], exts: list[str], sizes: list[int],
-                    read: Callable[[int], bytes]) -> None:
+                    read: Callable[[int], bytes], describe: Describe | None = None,
+                    read_many: Callable[[np.ndarray], list[bytes]] | None = None) -> None:
         self._generation += 1
         self.header.setText(header + " · loading…")
-        self._pending = (rows, names, exts, sizes, read)
+        self._pending = (rows, names, exts, sizes, read, describe, read_many)
         self._timer.start()
 
     def clear(self, message: str = "No sample selected.") -> None:

@@ -31,6 +31,7 @@ class HexView(QWidget):
         self.edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.note = QLabel()
+        self.note.setWordWrap(True)  # a long text wraps; it never widens the window
         self.note.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

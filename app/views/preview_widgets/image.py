@@ -107,6 +107,7 @@ class ImagePane(QWidget):
         self.viewbox.addItem(self.qitem)
         self.values: np.ndarray | None = None
         self.readout = QLabel(" ")
+        self.readout.setWordWrap(True)  # a long text wraps; it never widens the window
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setVisible(readout)
         layout = QVBoxLayout(self)
@@ -137,6 +138,10 @@ class ImagePane(QWidget):
         if arr.ndim == 3 and arr.dtype == np.uint8:
             levels = None
         self._show(arr, display, levels)
+
+    def set_labels(self, labels: np.ndarray, rgb: np.ndarray) -> None:
+        """A label mask drawn as ``rgb`` (one colour per label); the readout shows the label ids."""
+        self._show(labels, rgb, None)
 
     def _show(self, values: np.ndarray, display: np.ndarray, levels: tuple[float, float] | None) -> None:
         self.values = values

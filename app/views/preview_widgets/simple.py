@@ -29,6 +29,7 @@ class LabelView(QWidget):
     def __init__(self, value: Any, parent: QWidget | None = None, compact: bool = False) -> None:
         super().__init__(parent)
         self.value_label = QLabel(str(value))
+        self.value_label.setWordWrap(True)  # a long text wraps; it never widens the window
         font = QFont(self.font())
         font.setPointSizeF(font.pointSizeF() * (2.6 if compact else 5))
         font.setBold(True)
@@ -74,6 +75,7 @@ class TableView(QWidget):
         if total > len(shown):
             info += f" (showing the first {len(shown):,})"
         self.info = QLabel(info)
+        self.info.setWordWrap(True)  # a long text wraps; it never widens the window
         self.info.setToolTip(schema)
         self.schema = QPlainTextEdit(schema, readOnly=True)
         self.schema.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))

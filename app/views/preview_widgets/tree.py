@@ -1,6 +1,7 @@
 """JSON as a collapsible tree: key, value (scalars) or size (containers), and type."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
@@ -14,8 +15,9 @@ def _summary(value: Any) -> str:
         return f"{{{len(value)} key{'s' if len(value) != 1 else ''}}}"
     if isinstance(value, list):
         return f"[{len(value)} item{'s' if len(value) != 1 else ''}]"
-    if isinstance(value, str):
-        return repr(value) if len(value) < 300 else repr(value[:300]) + "…"
+    if isinstance(value, str):  # as JSON writes it: "double quotes", \" and \n escapes
+        return json.dumps(value, ensure_ascii=False) if len(value) < 300 else json.dumps(value[:300],
+                                                                                         ensure_ascii=False) + "…"
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -30,13 +30,24 @@ BAD_BRUSH = QBrush(QColor(255, 215, 205))
 
 
 def parse_u64(text: str) -> int:
-    """A u64 typed by a person: decimal (commas and underscores allowed) or 0x hex."""
+    """A u64 typed by a person: decimal (commas and underscores allowed) or 0x hex.
+
+    ValueError's message says what is wrong in plain words, never Python's "invalid literal for int()".
+    """
     cleaned = text.strip().replace(",", "").replace("_", "")
     if not cleaned:
-        raise ValueError("empty")
-    value = int(cleaned, 16) if cleaned.lower().startswith("0x") else int(cleaned, 10)
-    if not 0 <= value <= U64_MAX:
-        raise ValueError(f"{value} is outside 0..2^64-1")
+        raise ValueError("is empty: type a byte count such as 4096 or 0x1000")
+    is_hex = cleaned.lower().startswith("0x")
+    digits = cleaned[2:] if is_hex else cleaned.removeprefix("-")
+    allowed = "0123456789abcdefABCDEF" if is_hex else "0123456789"
+    if not digits or any(c not in allowed for c in digits):
+        kind = "0x then hexadecimal digits 0–9 and a–f" if is_hex else "digits only, e.g. 4096 or 0x1000"
+        raise ValueError(f"“{text.strip()}” is not a whole number ({kind})")
+    value = int(digits, 16) if is_hex else int(cleaned, 10)
+    if value < 0:
+        raise ValueError(f"“{text.strip()}” is negative; byte offsets and lengths start at 0")
+    if value > U64_MAX:
+        raise ValueError(f"“{text.strip()}” is larger than the largest 64-bit value, {U64_MAX:,}")
     return value
 
 
@@ -163,7 +174,7 @@ class TacoEditDialog(QDialog):
                 try:
                     pair.append(parse_u64(text))
                 except ValueError as exc:
-                    errors.append(f"entry {row} {what} {text!r}: not a whole number in 0..2^64-1 ({exc})")
+                    errors.append(f"entry {row} {what}: {exc}.")
             if len(pair) == 2:
                 entries.append((pair[0], pair[1]))
                 target = classify_entry(self.taco.zip, row, pair[0], pair[1])

@@ -29,6 +29,7 @@ from itarcore.audit.fold import MTIME_SLACK
 from itarcore.dataset import find_shards, fold_name
 from itarcore.document import Document
 from itarcore.jobs import IndexResult, index_fold
+from itarcore.storage import is_url
 
 _ICONS = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
           "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
@@ -73,11 +74,7 @@ class AuditPanel(JobPanel):
         self.progress.setFormat("%v / %m rows")
         for b in (self.quick_button, self.full_button, self.cancel_button):
             b.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
-        top = QHBoxLayout()
-        top.addWidget(self.quick_button)
-        top.addWidget(self.full_button)
-        top.addWidget(self.progress, 1)
-        top.addWidget(self.cancel_button)
+        top = self.job_bar(self.quick_button, self.full_button)
         top.addStretch(0)
         self.summary.setText("Run a check to list what is wrong with this index and its shards.")
         self.findings = QTreeWidget()
@@ -136,14 +133,18 @@ class AuditPanel(JobPanel):
         self.full_button.setEnabled(not running)
         super()._set_running(running)
         self.export_button.setEnabled(not running and self.report is not None)
-        self.rebuild_button.setVisible(not running and self.report is not None and self.report.stale)
+        self.rebuild_button.setVisible(not running and self.report is not None and self.report.stale
+                                       and not is_url(self.index_path))  # rebuilding in place is for local folds
 
     def start(self, full: bool = True) -> None:
         if self.worker is not None:
             return
         self.progress.setRange(0, 0)
         self.summary.setText("Running the full audit…" if full else "Running the quick check…")
-        self._run(JobWorker(audit_index if full else quick_check, self.index_path), self._on_report)
+        # a remote fold is audited with the options it was opened with (they stay in memory, never saved)
+        options = getattr(getattr(self.document.source, "shard_set", None), "storage_options", None)
+        self._run(JobWorker(audit_index if full else quick_check, self.index_path, storage_options=options),
+                  self._on_report)
 
     # -- findings -----------------------------------------------------------------------------------
     def _on_report(self, report: AuditReport) -> None:
@@ -171,6 +172,7 @@ class AuditPanel(JobPanel):
             text += " The index no longer matches its shards: rebuilding it would help."
         self.summary.setText(text)
         self.statusMessage.emit(text)
+        self.auditReport.emit(report)
 
     def _show_detail(self, item: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None = None) -> None:
         if item is None or self.report is None:
@@ -192,6 +194,14 @@ class AuditPanel(JobPanel):
             self.selectRows.emit("rows", np.array(finding.rows, dtype=np.int64))
         if finding.shards:
             self.statusMessage.emit(f"{finding.kind}: {', '.join(finding.shards)}")
+
+    def export_row_sources(self) -> dict[str, tuple[int, np.ndarray]]:
+        """For File → Export Subset…: the rows of the findings selected in this panel."""
+        if self.report is None:
+            return {}
+        picked = [self.report.findings[int(i.data(0, Qt.ItemDataRole.UserRole))] for i in self.findings.selectedItems()]
+        rows = np.unique(np.array([r for f in picked for r in (f.rows or [])], dtype=np.int64))
+        return {"rows of the selected audit findings": (len(rows), rows)}
 
     # -- export and rebuild -------------------------------------------------------------------------
     def _export_dialog(self) -> None:

@@ -76,9 +76,7 @@ class DiffView(JobPanel):
         top = QHBoxLayout()
         top.addWidget(self.sides, 1)
         top.addWidget(self.swap_button)
-        bar = QHBoxLayout()
-        bar.addWidget(self.progress, 1)
-        bar.addWidget(self.cancel_button)
+        bar = self.job_bar()
         self.summary.setObjectName("diffSummary")
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
@@ -99,6 +97,7 @@ class DiffView(JobPanel):
             self.kind.addItem(name.capitalize(), kind)
         self.kind.currentIndexChanged.connect(self._filter_kind)
         self.listed = QLabel()
+        self.listed.setWordWrap(True)  # a long text wraps; it never widens the window
         kind_row = QHBoxLayout()
         kind_row.addWidget(QLabel("Samples:"))
         kind_row.addWidget(self.kind)

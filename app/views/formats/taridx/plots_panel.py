@@ -122,6 +122,10 @@ class ShardAxis(pg.AxisItem):
         return [str(int(v)) if float(v).is_integer() else "" for v in values]
 
 
+NARROW_WIDTH = 560  # below this the plots stack (a laptop's dock is ~360 px)
+QWIDGETSIZE_MAX = 16777215
+
+
 class PlotsPanel(FormatPanel):
     title = "Plots"
     computed = Signal()  # the plots show the finished statistics
@@ -177,9 +181,10 @@ class PlotsPanel(FormatPanel):
         legend_scroll.setFrameShape(QFrame.Shape.NoFrame)
         legend_scroll.setMinimumWidth(150)
         legend_scroll.setMaximumWidth(240)
+        self._legend_scroll = legend_scroll
         self._bottom = QSplitter(Qt.Orientation.Horizontal)
         hist_box = QWidget()
-        hist_layout = QHBoxLayout(hist_box)
+        hist_layout = self._hist_layout = QHBoxLayout(hist_box)
         hist_layout.setContentsMargins(0, 0, 0, 0)
         hist_layout.addWidget(self.hist_plot, 1)
         hist_layout.addWidget(legend_scroll)
@@ -189,6 +194,7 @@ class PlotsPanel(FormatPanel):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         self._layout.addWidget(split, 1)
+        self._fit_width()
         self._set_log_counts(self.log_counts.isChecked())
         QTimer.singleShot(0, self, self._build_shard_plots)
 
@@ -209,6 +215,37 @@ class PlotsPanel(FormatPanel):
         if self._pending is not None:  # the counts came first
             stats, self._pending = self._pending, None
             self._show_stats(stats)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """In a narrow dock (a laptop) the legend goes under the histogram and the shard plots one above the
+        other, so no plot is narrower than its title."""
+        if self.hist_plot is None:
+            return
+        narrow = self.width() < NARROW_WIDTH
+        if narrow == getattr(self, "_narrow", None):
+            return
+        self._narrow = narrow
+        box = QHBoxLayout.Direction
+        self._hist_layout.setDirection(box.TopToBottom if narrow else box.LeftToRight)
+        self._legend_scroll.setMinimumWidth(0 if narrow else 150)
+        self._legend_scroll.setMaximumWidth(QWIDGETSIZE_MAX if narrow else 240)
+        self._legend_scroll.setMaximumHeight(self.fontMetrics().height() * 3 + 8 if narrow else QWIDGETSIZE_MAX)
+        self.legend.setWordWrap(narrow)
+        self._bottom.setOrientation(Qt.Orientation.Vertical if narrow else Qt.Orientation.Horizontal)
+        self._render_legend()
+
+    def _render_legend(self) -> None:
+        entries = getattr(self, "_legend_entries", [])
+        if not entries:
+            self.legend.clear()
+        elif getattr(self, "_narrow", False):  # one flowing paragraph under the plot
+            self.legend.setText("<b>Extension (rows):</b> " + " &nbsp; ".join(entries))
+        else:
+            self.legend.setText("<b>Extension (rows)</b><br>" + "<br>".join(entries))
 
     def _style(self, plot: pg.PlotWidget) -> None:
         style_plot(plot, self)
@@ -281,8 +318,9 @@ class PlotsPanel(FormatPanel):
     def _draw_histogram(self, stats: FoldStats) -> None:
         self.hist_plot.clear()
         self.hist_plot.addItem(self.size_region)
-        self.legend.clear()
-        entries = []
+        self._legend_entries: list[str] = []
+        self._render_legend()
+        entries = self._legend_entries
         used = np.nonzero(stats.size_hist.sum(axis=0))[0]
         if used.size == 0:
             return
@@ -301,7 +339,7 @@ class PlotsPanel(FormatPanel):
                                 pen=pg.mkPen(colour, width=2), brush=fill)
             entries.append(f'<span style="color:{colour.name()}">&#9632;</span>&nbsp;'
                            f"{html.escape(self.extensions[ext_id])} <small>({int(counts.sum()):,})</small>")
-        self.legend.setText("<b>Extension (rows)</b><br>" + "<br>".join(entries))
+        self._render_legend()
         self.hist_plot.setXRange(lo - 1, hi - 1, padding=0.02)
 
     def _draw_shards(self, stats: FoldStats) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -25,76 +25,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.formats.taridx.sample_list import WINDOW, SampleListModel
 from app.views.panels import FormatPanel
 from app.views.preview_widgets.cards import SampleCards
 from app.workers import JobWorker
 from itarcore.document import Document
 from itarcore.errors import ItarError
 
-# list entries shown at once: QListView lays out every entry of its model on the GUI thread
-# (~6 us each), so the window stays small and re-bases around the current sample
-WINDOW = 5_000
-NAME_BATCH = 64  # names resolved per tar-header read burst
-NAME_CACHE_LIMIT = 200_000
-
-
-class SampleListModel(QAbstractListModel):
-    """Samples ``base .. base + WINDOW`` of the fold; names resolved lazily and cached."""
-
-    def __init__(self, dataset: Any, groups: Any, parent: Any = None) -> None:
-        super().__init__(parent)
-        self.dataset, self.groups = dataset, groups
-        self.n_samples = int(groups.n_samples)
-        self.base = 0
-        self.names: dict[int, str] = {}  # sample -> stem, filled as entries become visible
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else min(WINDOW, self.n_samples - self.base)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
-            return None
-        sample = self.base + index.row()
-        name = self.stem(sample)
-        if role == Qt.ItemDataRole.ToolTipRole:
-            rows = self.groups.rows_of(sample)
-            return f"sample {sample:,} · {len(rows)} member(s) · first row {int(rows[0]):,}"
-        return f"{sample:,}  {name}"
-
-    def stem(self, sample: int) -> str:
-        name = self.names.get(sample)
-        if name is None:
-            self.resolve(range(sample, min(sample + NAME_BATCH, self.n_samples)))
-            name = self.names.get(sample, "?")
-        return name
-
-    def resolve(self, samples: range | list[int]) -> None:
-        todo = [s for s in samples if s not in self.names]
-        if not todo:
-            return
-        if len(self.names) > NAME_CACHE_LIMIT:
-            self.names.clear()
-        first_rows = np.array([int(self.groups.rows_of(s)[0]) for s in todo], dtype=np.int64)
-        try:
-            stems = self.dataset.stem_names(first_rows)
-        except (ItarError, OSError):  # a missing or damaged shard: show the hash instead
-            stems = [f"(keyhash {int(self.groups.keyhash[s]):016x})" for s in todo]
-        for s, stem in zip(todo, stems):  # '' means the shard is missing: the hash still tells samples apart
-            self.names[s] = str(stem) or f"(keyhash {int(self.groups.keyhash[s]):016x})"
-
-    def ensure_visible(self, sample: int) -> int:
-        """Re-base the window so ``sample`` is in it; returns its list row."""
-        if not (self.base <= sample < self.base + WINDOW):
-            self.beginResetModel()
-            self.base = max(0, min(sample - WINDOW // 2, self.n_samples - WINDOW))
-            self.endResetModel()
-        return sample - self.base
-
 
 class SamplesPanel(FormatPanel):
     title = "Samples"
     samplesReady = Signal()  # samples are grouped and listed
     sampleShown = Signal(int)  # the cards of this sample are on screen
+    sampleFound = Signal(int)  # a remote fold's stem search answered: the sample gone to, -1 if none
 
     def __init__(self, document: Document, parent: QWidget | None = None) -> None:
         super().__init__(document, parent)
@@ -285,14 +228,29 @@ class SamplesPanel(FormatPanel):
 
     # -- search ----------------------------------------------------------------------------
     def find(self, text: str | None = None) -> int:
-        """Go to the sample of stem ``text`` (exact), else the next listed name with that prefix; -1 if none."""
+        """Go to the sample of stem ``text`` (exact), else the next listed name with that prefix; -1 if none.
+
+        A remote fold's lookup (it may read every row's key from the server) runs in a worker:
+        this returns -1 at once and ``sampleFound`` follows with the answer.
+        """
         query = self.search.text() if text is None else text
         if not query or self.model is None:
             return -1
-        try:
-            rows = np.asarray(self.dataset.lookup_stem(query))
-        except (ItarError, OSError) as exc:
-            self.statusMessage.emit(f"Stem search failed: {exc}")
+        if self.model.background:
+            worker = JobWorker(_lookup, self.dataset, query, pass_progress=False)
+            worker.returned.connect(self._lookup_answered)  # a bound slot: dropped if this panel is deleted
+            worker.start()
+            self.statusMessage.emit(f"Looking up “{query}”…")
+            return -1
+        return self._go_to_found(*_lookup(self.dataset, query))
+
+    def _lookup_answered(self, answer: tuple[str, np.ndarray | Exception]) -> None:
+        if self.model is not None and not self._closed:
+            self.sampleFound.emit(self._go_to_found(*answer))
+
+    def _go_to_found(self, query: str, rows: np.ndarray | Exception) -> int:
+        if isinstance(rows, Exception):
+            self.statusMessage.emit(f"Stem search failed: {rows}")
             rows = np.empty(0, np.int64)
         if len(rows):
             sample = int(self.groups.sample_of_row(int(rows[0])))
@@ -318,6 +276,12 @@ class SamplesPanel(FormatPanel):
     # -- cards -----------------------------------------------------------------------------
     def _show_cards(self, sample: int) -> None:
         rows = np.asarray(self.groups.rows_of(sample), dtype=np.int64)
+        if self.model is not None and self.model.background:  # names, sizes and bytes: all in the worker
+            stem = self.model.names.get(sample, f"sample {sample:,}")
+            header = f"<b>{_escape(stem)}</b> · sample {sample:,} · {len(rows)} member(s) · rows {_row_span(rows)}"
+            self.cards.show_sample(header, rows, [], [], [], self.dataset.read_payload, describe=self._describe,
+                                   read_many=self.dataset.read_payloads)
+            return
         stem = self.model.stem(sample) if self.model is not None else ""
         header = (f"<b>{_escape(stem)}</b> · sample {sample:,} · {len(rows)} member(s) · "
                   f"rows {_row_span(rows)}")
@@ -329,6 +293,15 @@ class SamplesPanel(FormatPanel):
         sizes = [int(s) for s in self.dataset.index.rows["size"][rows]]
         self.cards.show_sample(header, rows, names, exts, sizes, self.dataset.read_payload)
 
+    def _describe(self, rows: np.ndarray) -> tuple[list[str], list[str], list[int]]:
+        """Names, extensions and sizes of a sample's rows (a worker's job for a remote fold)."""
+        try:
+            names = list(self.dataset.member_names(rows))
+        except (ItarError, OSError):
+            names = [f"row {int(r):,}" for r in rows]
+        exts = [self.dataset.ext_of(int(r)) for r in rows]
+        return names, exts, [int(s) for s in self.dataset.index.rows["size"][rows]]
+
     def _set_navigation_enabled(self, on: bool) -> None:
         for w in (self.search, self.prev_button, self.next_button, *self._step_shortcuts):
             w.setEnabled(on)
@@ -339,6 +312,13 @@ def _group_and_check_shards(dataset: Any, progress: Any = None, cancel: Any = No
     groups = dataset.compute_samples(progress=progress, cancel=cancel)
     dataset.referenced_fids(cancel=cancel)  # chunked here, so the GUI thread's question below is free
     return groups, list(dataset.missing_shards)
+
+
+def _lookup(dataset: Any, query: str) -> tuple[str, np.ndarray | Exception]:
+    try:
+        return query, np.asarray(dataset.lookup_stem(query))
+    except (ItarError, OSError) as exc:
+        return query, exc
 
 
 def _row_span(rows: np.ndarray) -> str:

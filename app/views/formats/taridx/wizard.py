@@ -84,6 +84,12 @@ class SummaryPage(QWizardPage):
         if r.backup is not None:
             add(None, "Backup of the old index", str(r.backup))
         add(None, "Time taken", f"{r.seconds:.2f} s ({r.members_per_second:,.0f} members/s)")
+        fetch = r.fetch_summary()
+        if fetch is not None:
+            add(None, "Fetched", f"{human_bytes(fetch['bytes_fetched'])} of {human_bytes(fetch['fold_bytes'])} "
+                f"({fetch['fraction_fetched']:.1%}) in {fetch['requests']:,} requests")
+            add(None, "Throughput", f"{human_bytes(fetch['indexed_bytes_per_second'])}/s of shards indexed, "
+                f"{human_bytes(fetch['fetch_bytes_per_second'])}/s fetched")
         self.tree.expandAll()
 
     def _add(self, parent: QTreeWidgetItem | None, key: str, value: str) -> QTreeWidgetItem:
@@ -123,6 +129,14 @@ class BuildIndexWizard(QWizard):
             signal.emit(os.fspath(r.path))
             self.accept()
 
+    def reject(self) -> None:
+        """Cancel (or Esc) while the index is being built stops the run and stays; otherwise it closes."""
+        if self.currentId() == RUN and self.run_page.state == "running":
+            self.run_page.cancel()
+            return
+        super().reject()
+
     def done(self, result: int) -> None:  # Cancel / close / Finish: never leave a run behind
+        self.source_page.stop_listing()  # a URL being listed: forgotten, not waited for (a server may hang)
         self.run_page.stop_and_wait()
         super().done(result)

@@ -1,4 +1,4 @@
-"""Pages of the Build index wizard: Source, Folds and options (the Run page is in wizard_run)."""
+"""Pages of the Build index wizard: Folds and options (Source is in wizard_source_page, Run in wizard_run)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QButtonGroup,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -17,127 +16,19 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QRadioButton,
     QSpinBox,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWizardPage,
 )
 
-from app.views.errors import describe_error
-from app.views.formats.taridx.wizard_source import (
-    SourcePlan,
-    human_bytes,
-    plan_files,
-    plan_folder,
-)
+from app.views.formats.taridx.wizard_source import human_bytes
+from app.views.formats.taridx.wizard_source_page import SourcePage
 from itarcore.indexing.cache import default_cache_dir
+from itarcore.storage import display_name, is_url, join
 
 IF_EXISTS_CHOICES = [("Replace it", "replace"), ("Keep a backup, then replace", "backup"), ("Stop", "stop")]
 EXECUTOR_CHOICES = [("Threads in this process", "threads"), ("Local processes", "processes"),
                     ("A Dask cluster", "dask")]
-MODES = ("folder", "files", "tar")
-
-
-class SourcePage(QWizardPage):
-    def __init__(self) -> None:
-        super().__init__()
-        self.setTitle("Source")
-        self.setSubTitle("Choose the shards to index: a folder of <fold>_<suffix>.tar files, a list of tar files, "
-                         "or a single tar.")
-        self.plan = SourcePlan()
-        self.mode_group = QButtonGroup(self)
-        modes = QHBoxLayout()
-        for i, label in enumerate(("A folder of shards", "A list of tar files", "A single tar")):
-            button = QRadioButton(label)
-            self.mode_group.addButton(button, i)
-            modes.addWidget(button)
-        modes.addStretch(1)
-        self.mode_group.button(0).setChecked(True)
-        self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("folder, or tar files separated by ';'")
-        self.path_edit.editingFinished.connect(self.refresh)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self.browse)
-        row = QHBoxLayout()
-        row.addWidget(self.path_edit, 1)
-        row.addWidget(browse)
-        self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Fold / shard", "Shards", "Size"])
-        self.tree.setColumnWidth(0, 320)
-        self.total = QLabel("Nothing chosen yet.")
-        layout = QVBoxLayout(self)
-        layout.addLayout(modes)
-        layout.addLayout(row)
-        layout.addWidget(self.tree, 1)
-        layout.addWidget(self.total)
-
-    @property
-    def mode(self) -> str:
-        return MODES[max(0, self.mode_group.checkedId())]
-
-    def browse(self) -> None:
-        if self.mode == "folder":
-            folder = QFileDialog.getExistingDirectory(self, "Folder of shards")
-            if folder:
-                self.set_folder(folder)
-        elif self.mode == "files":
-            files, _ = QFileDialog.getOpenFileNames(self, "Tar files", "", "Tar files (*.tar);;All files (*)")
-            if files:
-                self.set_files(files)
-        else:
-            file, _ = QFileDialog.getOpenFileName(self, "Tar file", "", "Tar files (*.tar);;All files (*)")
-            if file:
-                self.set_files([file], single=True)
-
-    def set_folder(self, folder: str | os.PathLike[str]) -> None:
-        self.mode_group.button(0).setChecked(True)
-        self.path_edit.setText(os.fspath(folder))
-        self.refresh()
-
-    def set_files(self, files: list[str | os.PathLike[str]], single: bool = False) -> None:
-        self.mode_group.button(2 if single else 1).setChecked(True)
-        self.path_edit.setText(";".join(os.fspath(f) for f in files))
-        self.refresh()
-
-    def refresh(self) -> None:
-        text = self.path_edit.text().strip()
-        self.plan = SourcePlan()
-        try:
-            if text and self.mode == "folder":
-                self.plan = plan_folder(text)
-            elif text:
-                files = [f for f in text.split(";") if f.strip()]
-                missing = [f for f in files if not os.path.isfile(f)]
-                if missing:
-                    raise FileNotFoundError(2, "no such file", missing[0])
-                self.plan = plan_files(files)
-        except OSError as exc:
-            self.total.setText(f"{getattr(exc, 'filename', None) or text}: {describe_error(text, exc)}")
-            self._fill_tree()
-            self.completeChanged.emit()
-            return
-        self._fill_tree()
-        n_shards = sum(len(p) for p in self.plan.folds.values())
-        self.total.setText(f"{len(self.plan.folds)} fold(s), {n_shards} shard(s), "
-                           f"{human_bytes(self.plan.total_bytes)} in total ({self.plan.total_bytes:,} bytes)"
-                           if self.plan.folds else "No tar shards found here.")
-        self.completeChanged.emit()
-
-    def _fill_tree(self) -> None:
-        self.tree.clear()
-        for fold, paths in self.plan.folds.items():
-            item = QTreeWidgetItem([fold, str(len(paths)), human_bytes(self.plan.fold_bytes(fold))])
-            for path in paths:
-                note = f"  ({self.plan.unreadable[path]})" if path in self.plan.unreadable else ""
-                item.addChild(QTreeWidgetItem([path.name + note, "", human_bytes(self.plan.sizes[path])]))
-            self.tree.addTopLevelItem(item)
-        if self.plan.folds and len(self.plan.folds) <= 3:
-            self.tree.expandAll()
-
-    def isComplete(self) -> bool:
-        return bool(self.plan.folds)
 
 
 class OptionsPage(QWizardPage):
@@ -145,7 +36,8 @@ class OptionsPage(QWizardPage):
         super().__init__()
         self.source = source
         self.setTitle("Folds and options")
-        self.setSubTitle("Each fold becomes <fold>.taridx in the output folder.")
+        self.setSubTitle("Each fold becomes <fold>.taridx in the output folder, or under the output URL (uploaded "
+                         "whole when the fold is done).")
         self.folds = QListWidget()
         self.folds.itemChanged.connect(lambda _: self.completeChanged.emit())
         self.folds.itemChanged.connect(lambda _: self._update_warnings())
@@ -176,13 +68,14 @@ class OptionsPage(QWizardPage):
         self.if_exists = QComboBox()
         for label, value in IF_EXISTS_CHOICES:
             self.if_exists.addItem(label, value)
+        self.set_if_exists("backup")  # the safe default: an existing index is never lost by one click
         self.if_exists.currentIndexChanged.connect(lambda _: self._update_warnings())
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
         self.warnings.setTextFormat(Qt.TextFormat.PlainText)
         form = QFormLayout()
         form.addRow("Folds to index:", self.folds)
-        form.addRow("Output folder:", out_row)
+        form.addRow("Output folder or URL:", out_row)
         form.addRow("", self.contiguous)
         form.addRow("Run scans in:", self.executor)
         form.addRow("Scan shards:", self.jobs)
@@ -249,9 +142,15 @@ class OptionsPage(QWizardPage):
     def set_if_exists(self, value: str) -> None:
         self.if_exists.setCurrentIndex([v for _, v in IF_EXISTS_CHOICES].index(value))
 
+    def output_for(self, fold: str) -> Path | str:
+        out = self.output.text().strip()
+        return join(out, f"{fold}.taridx") if is_url(out) else Path(out) / f"{fold}.taridx"
+
     def existing(self) -> list[Path]:
-        out = Path(self.output.text())
-        return [out / f"{f}.taridx" for f in self.chosen_folds() if (out / f"{f}.taridx").exists()]
+        """Indexes already in a local output folder (a store is asked when the run starts, not here)."""
+        if is_url(self.output.text().strip()):
+            return []
+        return [p for p in map(self.output_for, self.chosen_folds()) if p.exists()]
 
     def _update_warnings(self) -> None:
         lines = self.source.plan.warnings()
@@ -260,13 +159,18 @@ class OptionsPage(QWizardPage):
             what = {"replace": "will be replaced", "backup": "will be backed up, then replaced",
                     "stop": "exist: choose replace or backup to continue"}[self.if_exists.currentData()]
             lines.append(f"{', '.join(p.name for p in existing)} {what}")
-        out = self.output.text()
-        if out and not os.path.isdir(out):
+        out = self.output.text().strip()
+        notes = []
+        if is_url(out):
+            notes.append(f"Each index is written locally first, then uploaded to {display_name(out)} in one "
+                         "piece; an index already there is handled as chosen above when the run starts.")
+        elif out and not os.path.isdir(out):
             lines.append(f"{out} is not a folder")
-        self.warnings.setText("\n".join(f"⚠ {line}" for line in lines))
+        self.warnings.setText("\n".join([f"⚠ {line}" for line in lines] + notes))
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:
-        out = self.output.text()
+        out = self.output.text().strip()
         blocked = self.if_exists.currentData() == "stop" and self.existing()
-        return bool(self.chosen_folds()) and os.path.isdir(out) and os.access(out, os.W_OK) and not blocked
+        writable = is_url(out) or (os.path.isdir(out) and os.access(out, os.W_OK))
+        return bool(self.chosen_folds()) and bool(out) and writable and not blocked

@@ -3,27 +3,27 @@ from __future__ import annotations
 
 import bisect
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QProgressBar,
-    QPushButton,
     QVBoxLayout,
+    QWizard,
     QWizardPage,
 )
 
 from app.views.errors import describe_error
 from app.views.formats.taridx.wizard_pages import OptionsPage, SourcePage
-from app.views.formats.taridx.wizard_source import human_bytes, human_seconds, index_plan
+from app.views.formats.taridx.wizard_source import human_bytes, human_seconds, index_plan, shard_name
 from app.workers import JobWorker
 from itarcore.indexing.cache import ShardCache
 from itarcore.jobs import IndexResult
 from itarcore.progress import Progress
+from itarcore.storage import basename
 
 
 class RunPage(QWizardPage):
@@ -40,15 +40,13 @@ class RunPage(QWizardPage):
         self.overall.setFormat("%p%")
         self.shard_bar = QProgressBar()
         self.shard_label = QLabel()
+        self.shard_label.setWordWrap(True)  # a long text wraps; it never widens the window
         self.tables_label = QLabel()  # shard tables reused from the cache / scanned, as the run goes
+        self.tables_label.setWordWrap(True)
         self.rate = QLabel()
+        self.rate.setWordWrap(True)  # a long text wraps; it never widens the window
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.rate, 1)
-        buttons.addWidget(self.cancel_button)
         form = QFormLayout()
         form.addRow("Overall:", self.overall)
         form.addRow("Shards:", self.shard_bar)
@@ -56,19 +54,24 @@ class RunPage(QWizardPage):
         form.addRow("Shard tables:", self.tables_label)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        layout.addLayout(buttons)
+        layout.addWidget(self.rate)
         layout.addWidget(self.log, 1)
 
+    @property
+    def cancel_button(self) -> QAbstractButton:
+        """The wizard's own Cancel: while a run goes it stops the run (one Cancel, not two)."""
+        return self.wizard().button(QWizard.WizardButton.CancelButton)
+
     def initializePage(self) -> None:
-        plan, out = self.source.plan, Path(self.options.output.text())
-        self.jobs_list = [(f, plan.folds[f], out / f"{f}.taridx") for f in self.options.chosen_folds()]
+        plan = self.source.plan
+        self.jobs_list = [(f, plan.folds[f], self.options.output_for(f)) for f in self.options.chosen_folds()]
         self.shard_ends: list[tuple[int, str]] = []
         self.fold_ends: list[int] = []
         pos = 0
         for _, shards, _ in self.jobs_list:
             for p in shards:
                 pos += plan.sizes[p]
-                self.shard_ends.append((pos, p.name))
+                self.shard_ends.append((pos, shard_name(p)))
             self.fold_ends.append(pos)
         self.total = pos
         self.results = []
@@ -78,9 +81,12 @@ class RunPage(QWizardPage):
         self.shard_bar.setRange(0, len(self.shard_ends))
         self.shard_bar.setValue(0)
         self.shard_bar.setFormat("%v / %m")
-        self.shard_label.setText("")
-        self.tables_label.setText("")
-        self.rate.setText("Starting…")
+        # words at once: on a cold fold the first figures can take seconds (cache look-ups, first chunk)
+        first = self.shard_ends[0][1] if self.shard_ends else ""
+        more = f" and {len(self.shard_ends) - 1:,} more" if len(self.shard_ends) > 1 else ""
+        self.shard_label.setText(f"{first}{more}")
+        self.tables_label.setText("checking the shard cache…" if self.options.use_cache.isChecked() else "")
+        self.rate.setText(f"Reading the tar headers of {len(self.shard_ends):,} shard(s), {human_bytes(self.total)}…")
         folds = ", ".join(f for f, _, _ in self.jobs_list)
         executor = self.options.executor_spec()
         where = f"{self.options.jobs.value()} shard(s) at a time" if executor == "threads" else f"executor {executor}"
@@ -90,7 +96,8 @@ class RunPage(QWizardPage):
                   f"if an index exists: {self.options.if_exists.currentData()}")
         self.worker = JobWorker(index_plan, self.jobs_list, jobs=self.options.jobs.value(),
                                 contiguous=self.options.contiguous.isChecked(),
-                                if_exists=self.options.if_exists.currentData(), executor=executor, cache=cache)
+                                if_exists=self.options.if_exists.currentData(), executor=executor, cache=cache,
+                                remote=plan.remote)
         # Signals of an earlier run can still be queued (Back, then Next at once): only this run's count.
         worker = self.worker
         worker.progressed.connect(lambda p: self._on_progress(p) if self.worker is worker else None)
@@ -124,13 +131,10 @@ class RunPage(QWizardPage):
     def cancel(self) -> None:
         if self.worker is not None:
             self.worker.quit()
-            self.cancel_button.setEnabled(False)
             self.rate.setText("Cancelling…")
 
     def _set_state(self, state: str) -> None:
         self.state = state
-        self.cancel_button.setEnabled(state == "running")
-        self.cancel_button.setVisible(state in ("running",))
         self.completeChanged.emit()
 
     def _log(self, text: str) -> None:
@@ -157,9 +161,11 @@ class RunPage(QWizardPage):
     def _on_done(self, results: list[IndexResult]) -> None:
         self.results = results
         for r in results:
-            backup = f"; backup {r.backup.name}" if r.backup else ""
+            backup = f"; backup {basename(r.backup)}" if r.backup else ""
             self._log(f"{r.fold}: {r.n_rows:,} rows, {r.n_stems:,} stems in {r.seconds:.2f} s "
                       f"({r.members_per_second:,.0f} members/s; shards {r.counts.text()}) → {r.path}{backup}")
+            if r.fetched is not None:
+                self._log(f"{r.fold}: {r.fetch_text()}")
             for w in r.warnings:
                 self._log(f"{r.fold}: warning: {w}")
         self.overall.setValue(self.overall.maximum())

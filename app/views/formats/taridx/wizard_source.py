@@ -15,19 +15,25 @@ from itarcore.executors import task_runner
 from itarcore.formats.tar_fields import BLOCK
 from itarcore.indexing.cache import ShardCache
 from itarcore.indexing.indexer import SHARD_PATTERN, discover_folds
+from itarcore.indexing.remote import RemoteOptions, RemoteShard, discover_remote_folds
 from itarcore.jobs import IndexResult, index_fold
 from itarcore.progress import CancelToken, Progress, ProgressCallback
+from itarcore.storage import basename, parent
 
 SAMPLE_HEADERS = 64  # headers walked at the start of a fold's first shard to estimate bytes per member
+
+
+Shard = Path | RemoteShard
 
 
 @dataclass
 class SourcePlan:
     """Folds to index (fid order), with sizes and warnings."""
 
-    folds: dict[str, list[Path]] = field(default_factory=dict)
-    sizes: dict[Path, int] = field(default_factory=dict)
-    folder: Path | None = None  # default output folder: beside the shards
+    folds: dict[str, list[Shard]] = field(default_factory=dict)
+    sizes: dict[Shard, int] = field(default_factory=dict)
+    folder: Path | str | None = None  # default output folder: beside the shards (a URL for a URL source)
+    remote: RemoteOptions | None = None  # a URL source: how its shards are read (storage options)
     non_tar: list[Path] = field(default_factory=list)
     unreadable: dict[Path, str] = field(default_factory=dict)
     odd_names: list[Path] = field(default_factory=list)  # tars not named <fold>_<suffix>.tar
@@ -65,6 +71,20 @@ def plan_folder(folder: str | os.PathLike[str]) -> SourcePlan:
             plan.non_tar.append(path)
     _finish(plan)
     return plan
+
+
+def plan_url(url: str, storage_options: dict | None = None) -> SourcePlan:
+    """The folds under a URL (a folder, or one fold's prefix), as listed: no shard is read."""
+    folds = discover_remote_folds(url, storage_options)
+    plan = SourcePlan(folds=dict(folds), remote=RemoteOptions(storage_options or {}))
+    plan.folder = parent(next(iter(folds.values()))[0].url)
+    plan.sizes = {shard: shard.size for shards in folds.values() for shard in shards}
+    return plan
+
+
+def shard_name(shard: Shard) -> str:
+    """A shard's file name (a URL's last part)."""
+    return basename(shard.url) if isinstance(shard, RemoteShard) else shard.name
 
 
 def plan_files(files: list[str | os.PathLike[str]]) -> SourcePlan:
@@ -146,14 +166,17 @@ def human_seconds(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, contiguous: bool, if_exists: str,
-               executor: str = "threads", cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+def index_plan(jobs_list: list[tuple[str, list[Shard], Path | str]], *, jobs: int, contiguous: bool,
+               if_exists: str, executor: str = "threads", cache: ShardCache | None = None,
+               remote: RemoteOptions | None = None, progress: ProgressCallback | None = None,
                cancel: CancelToken | None = None) -> list[IndexResult]:
     """Run ``index_fold`` for each (fold, shards, output) with one executor; progress is in bytes over all folds.
 
-    ``Progress.message`` is the current fold's shard counts (reused, scanned).
+    ``Progress.message`` is the current fold's shard counts (reused, scanned). Remote shards
+    are read as ``remote`` says, and an output URL is uploaded whole when its fold is done.
     """
-    total = sum(p.stat().st_size for _, shards, _ in jobs_list for p in shards)
+    total = sum(p.size if isinstance(p, RemoteShard) else p.stat().st_size for _, shards, _ in jobs_list
+                for p in shards)
     base = 0
     results = []
     with task_runner(executor, jobs) as runner:  # a Dask cluster starts once, and only if a shard needs a scan
@@ -164,6 +187,6 @@ def index_plan(jobs_list: list[tuple[str, list[Path], Path]], *, jobs: int, cont
 
             results.append(index_fold(shards, output, fold=fold, jobs=jobs, contiguous=contiguous,
                                       if_exists=if_exists, executor=runner, cache=cache, progress=relay,
-                                      cancel=cancel))
+                                      cancel=cancel, remote=remote))
             base += results[-1].total_bytes
     return results

@@ -32,6 +32,7 @@ class ConvertDialog(QDialog):
     """Pick tars, an output file, v1/v2, LZ4 and metadata; convert with a progress bar."""
 
     conversionDone = Signal(object)  # ConvertResult, or the exception, or None when cancelled
+    openResult = Signal(str)  # "Open result": the written TBL, to open in the browser
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,6 +83,7 @@ class ConvertDialog(QDialog):
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m samples")
         self.rate = QLabel("")
+        self.rate.setWordWrap(True)  # a long text wraps; it never widens the window
         self.convert_button = QPushButton("Convert")
         self.convert_button.setDefault(True)
         self.convert_button.clicked.connect(self.start)
@@ -133,6 +135,11 @@ class ConvertDialog(QDialog):
         if not inputs or not output:
             show_error(self, "Nothing to convert", output, "Add at least one tar file and choose an output file.")
             return
+        if os.path.exists(output) and not self.confirm_overwrite(output):
+            return
+        self.result = None
+        self.progress.reset()  # nothing of the previous run shows
+        self.progress.setFormat("")
         self.progress.setVisible(True)
         self.progress.setRange(0, 0)  # busy until the header scan gives the total
         self.rate.setText("scanning tar headers…")
@@ -148,6 +155,14 @@ class ConvertDialog(QDialog):
         worker.finished.connect(self._on_finished)
         self.worker = worker
         worker.start()
+
+    def confirm_overwrite(self, output: str) -> bool:
+        answer = QMessageBox.question(
+            self, "Replace file?",
+            f"{os.path.basename(output)} already exists in {os.path.dirname(os.path.abspath(output))}.\n"
+            "Converting replaces it (only once the new file is complete).",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
 
     def _cancel_or_close(self) -> None:
         if self.worker is not None:
@@ -176,11 +191,19 @@ class ConvertDialog(QDialog):
             + (f", {result.compressed:,} stored as LZ4" if result.compressed else "")
             + (f"; {result.skipped:,} other members skipped" if result.skipped else "")
             + f".\n{result.seconds:.2f} s, {result.rate:,.0f} samples/s.")
+        open_button = self.message_box.addButton("Open result", QMessageBox.ButtonRole.AcceptRole)
+        open_button.setObjectName("openResult")
+        open_button.clicked.connect(lambda _=False, p=str(result.output): self._open_result(p))
         self.message_box.show()
         self.conversionDone.emit(result)
 
+    def _open_result(self, path: str) -> None:
+        self.openResult.emit(path)
+        self.accept()
+
     def _on_error(self, exc: BaseException) -> None:
         self.rate.setText("failed")
+        # the file the error is about: an input tar (named by the error) or the output
         self.message_box = show_error(self, "Conversion failed", self.output.text(), exc)
         self.conversionDone.emit(exc)
 

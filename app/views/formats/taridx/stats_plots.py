@@ -1,0 +1,132 @@
+"""The plots of the Statistics view: shard × extension heatmap, label bars, image-size 2-D histogram.
+
+Each takes a :class:`itarcore.content.stats.FoldStats` (a partial snapshot or the final
+one) and redraws from it; colours come from the palette so light and dark both read.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QWidget
+
+from app.views.preview_widgets.theme import series_colour, style_plot
+from itarcore.content.dims import EDGES, N_BINS, STEPS_PER_OCTAVE
+
+MAX_BARS = 40
+MAX_LABELLED_CELLS = 600  # heatmaps up to this many cells print their counts in the cells  # labels drawn as bars; the table lists them all
+HEAT = pg.ColorMap([0.0, 0.35, 0.7, 1.0], [(235, 240, 250), (86, 180, 233), (0, 114, 178), (20, 30, 90)])
+
+
+def _ticks(labels: list[str], every: int = 1) -> list[list[tuple[float, str]]]:
+    return [[(i + 0.5, t) for i, t in enumerate(labels) if i % every == 0]]
+
+
+def _heat_levels(counts: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    """log1p counts (a few huge cells do not wash out the rest) and their display range."""
+    image = np.log1p(counts.astype(np.float64))
+    return image, (0.0, max(1.0, float(image.max())))
+
+
+class ShardExtHeatmap(pg.PlotWidget):
+    """Rows per (shard, extension): a missing extension in a shard shows as an empty cell."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setColorMap(HEAT)
+        self.addItem(self.image)
+        self.setMouseEnabled(False, False)
+        self.setMenuEnabled(False)
+        self.getPlotItem().hideButtons()
+        self.setLabel("left", "shard")
+        self.setLabel("bottom", "extension")
+        self.setTitle("Rows")  # a longer title is the plot's minimum width: cut in a laptop's dock
+        style_plot(self)
+        self.matrix = np.zeros((0, 0), np.int64)
+        self.cell_texts: list[pg.TextItem] = []
+
+    def _label_cells(self, matrix: np.ndarray, image: np.ndarray, top: float) -> None:
+        for item in self.cell_texts:
+            self.removeItem(item)
+        self.cell_texts = []
+        if matrix.size > MAX_LABELLED_CELLS:
+            return
+        for (r, c), count in np.ndenumerate(matrix):
+            dark = image[r, c] > 0.5 * top  # light text on the dark end of the colour map
+            text = pg.TextItem(f"{count:,}", color=(255, 255, 255) if dark else (20, 30, 90), anchor=(0.5, 0.5))
+            text.setPos(c + 0.5, r + 0.5)
+            self.addItem(text)
+            self.cell_texts.append(text)
+
+    def show_stats(self, stats) -> None:
+        fids = stats.fids
+        matrix = stats.shard_ext[fids] if fids else np.zeros((0, len(stats.extensions)), np.int64)
+        self.matrix = matrix
+        if not matrix.size:
+            self.image.clear()
+            return
+        image, levels = _heat_levels(matrix)
+        self.image.setImage(image, levels=levels)
+        self.image.setRect(0, 0, matrix.shape[1], matrix.shape[0])
+        self._label_cells(matrix, image, levels[1])
+        names = [stats.shard_names.get(f, str(f)) for f in fids]
+        self.getAxis("bottom").setTicks(_ticks([e or "(none)" for e in stats.extensions]))
+        self.getAxis("left").setTicks(_ticks(names, max(1, len(names) // 12)))
+        self.getPlotItem().invertY(True)
+        self.setRange(xRange=(0, matrix.shape[1]), yRange=(0, matrix.shape[0]), padding=0.02)
+
+
+class LabelBars(pg.PlotWidget):
+    """Members per label, commonest first (the first ``MAX_BARS``)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=series_colour(0))
+        self.addItem(self.bars)
+        self.setMouseEnabled(False, False)
+        self.setMenuEnabled(False)
+        self.getPlotItem().hideButtons()
+        self.setLabel("left", "members")
+        self.setTitle("Label distribution")
+        style_plot(self)
+
+    def show_totals(self, totals: dict[str, int], source: str | None) -> None:
+        items = list(totals.items())[:MAX_BARS]
+        self.bars.setOpts(x=np.arange(len(items)) + 0.5, height=[c for _, c in items], width=0.8)
+        self.getAxis("bottom").setTicks(_ticks([str(k) for k, _ in items], max(1, len(items) // 20)))
+        more = f" (first {MAX_BARS} of {len(totals):,})" if len(totals) > MAX_BARS else ""
+        self.setTitle(f"Members per label from {source}{more}" if source else "No label source in this fold")
+        if items:
+            self.setRange(xRange=(0, len(items)), yRange=(0, max(c for _, c in items) * 1.05), padding=0.02)
+
+
+class DimsHistogram2D(pg.PlotWidget):
+    """Images by width × height on log₂ axes (bins a quarter octave wide)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.image = pg.ImageItem(axisOrder="col-major")  # counts[width bin, height bin]
+        self.image.setColorMap(HEAT)
+        self.addItem(self.image)
+        self.setMenuEnabled(False)
+        self.setLabel("bottom", "width (pixels)")
+        self.setLabel("left", "height (pixels)")
+        self.setTitle("Image sizes (from headers)")
+        ticks = [[(b, f"{round(EDGES[b]):,}") for b in range(0, N_BINS + 1, STEPS_PER_OCTAVE)]]
+        self.getAxis("bottom").setTicks(ticks)
+        self.getAxis("left").setTicks(ticks)
+        style_plot(self)
+        self.setBackground(self.palette().color(QPalette.ColorRole.Base))
+
+    def show_dims(self, dims) -> None:
+        counts = dims.counts
+        if not counts.any():
+            self.image.clear()
+            return
+        image, levels = _heat_levels(counts)
+        self.image.setImage(image, levels=levels)
+        self.image.setRect(0, 0, N_BINS, N_BINS)
+        w, h = np.nonzero(counts)
+        self.setRange(xRange=(max(0, w.min() - 4), min(N_BINS, w.max() + 5)),
+                      yRange=(max(0, h.min() - 4), min(N_BINS, h.max() + 5)), padding=0)

@@ -1,0 +1,255 @@
+"""Benchmark: indexing a fold on an S3 server (loopback moto) against downloading it and indexing locally.
+
+Two generated folds are uploaded to moto's S3 server on 127.0.0.1 (in this process):
+
+  * ``images``: small members (~5 KB .jpg, a .cls and a .json per sample), like image shards
+  * ``videos``: a few large members (tens of MB .mp4, with a small .json) holding nearly all the bytes
+
+and each is indexed, side by side in one run, repeated (median reported), each run in a
+fresh child process (so its peak RSS is its own):
+
+  * ``itarcore remote``: ``index_folds("s3://…", remote=…)``: ranged reads of 16 MiB blocks, large
+    payloads jumped over (the default read plan), ``--jobs`` shards at a time
+  * ``fs.get + local index``: s3fs ``fs.get`` of every shard whole into a temp folder (concurrent), then
+    ``index_folds`` on the local copies; warm (the copies still in the page cache, as after a download)
+    and cold (dropped with posix_fadvise DONTNEED before the local index)
+
+Bytes fetched and requests are counted at the HTTP layer (every request aiobotocore sends, in
+both routes) and, for itarcore, also from its own statistics. The indexes of both routes
+must be byte-identical. The server keeps the objects itself (moto: memory and spooled
+temporary files), so cold/warm applies to the local copies only.
+
+moto builds the whole object's response for every GET and then cuts the range out, so a
+ranged GET costs time in proportion to the object's size (S3's does not): the bench prints
+that cost, measured in the same run, beside the table. It weighs on itarcore's route,
+which makes one request per block or per large member, far more than on ``fs.get``.
+
+Targets (issue 12): on ``images`` itarcore no slower than download-then-index; on ``videos``
+fetch under a quarter of the fold's bytes and finish at least 3x faster.
+
+    python bench/bench_remote.py            # ~250 MB of images, ~360 MB of videos
+    python bench/bench_remote.py --quick    # small, for a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from synthetic import drop_from_page_cache
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"  # the loopback S3 server of the tests
+ZERO = bytes(512)
+_REQUESTS = [0, 0]  # requests sent, bytes of ranged (206) responses (HTTP layer, every s3fs client in the process)
+
+
+def _header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime = size, 1_700_000_000
+    return info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+def write_fold(folder: Path, fold: str, shards: int, samples: int, members: list[tuple[str, int, int]],
+               seed: int = 0) -> int:
+    """``shards`` tars of ``samples`` samples, each with ``members`` (ext, min size, max size); returns bytes."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, 256, max(hi for _, _, hi in members) + 1, dtype=np.uint8).tobytes()
+    folder.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for s in range(shards):
+        path = folder / f"{fold}_{s:04d}.tar"
+        with open(path, "wb", buffering=8 << 20) as fh:
+            for i in range(samples):
+                for ext, lo, hi in members:
+                    size = int(rng.integers(lo, hi + 1))
+                    fh.write(_header(f"{fold}{s:02d}{i:07d}.{ext}", size))
+                    fh.write(memoryview(pool)[:size])
+                    fh.write(bytes(-size % 512))
+            fh.write(ZERO * 2)
+        total += path.stat().st_size
+    return total
+
+
+def _count_http_requests() -> None:
+    import aiobotocore.httpsession as http
+
+    send = http.AIOHTTPSession.send
+
+    async def counting(self, request):
+        _REQUESTS[0] += 1
+        response = await send(self, request)
+        if response.status_code == 206:  # a whole-object GET may be dropped unread: only ranged bodies are counted
+            _REQUESTS[1] += int(response.headers.get("content-length") or 0)
+        return response
+
+    http.AIOHTTPSession.send = counting
+
+
+def child(args: argparse.Namespace) -> None:
+    """One measured run, in its own process; prints one JSON line."""
+    from itarcore.formats.read_plan import ReadPlan
+    from itarcore.indexing.remote import RemoteOptions
+    from itarcore.jobs import index_folds
+
+    options = json.loads(os.environ["BENCH_STORAGE_OPTIONS"])
+    _count_http_requests()
+    out = Path(args.out)
+    started = time.perf_counter()
+    fetched = None
+    if args.child.startswith("itarcore"):
+        plan = ReadPlan(8 << 20) if args.child == "itarcore-8M" else ReadPlan()
+        (result,) = index_folds(args.url, output_dir=out, jobs=args.jobs, remote=RemoteOptions(options, plan))
+        fetched = (result.fetched.bytes_fetched, result.fetched.requests)
+        received = _REQUESTS[1]
+    else:
+        import s3fs
+
+        fs = s3fs.S3FileSystem(**options)
+        local = out / "shards"
+        local.mkdir()
+        fs.get(args.url.removeprefix("s3://") + "/", str(local) + "/", recursive=True)
+        if args.child == "download-cold":
+            drop_from_page_cache(*local.iterdir())
+        (result,) = index_folds(local, output_dir=out, jobs=args.jobs)
+        received = result.total_bytes  # every shard, whole (s3fs splits big files into ranged parts)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "requests": _REQUESTS[0], "bytes": received, "itarcore": fetched,
+                      "rss_mb": peak_rss_mb(),
+                      "sha": hashlib.sha256(Path(result.path).read_bytes()).hexdigest()[:16], "rows": result.n_rows}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident size since exec (VmHWM; ru_maxrss would carry the parent's over a fork)."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM")) / 1024
+
+
+def request_cost_ms(fs, path: str) -> float:
+    """Median seconds of a 64 KiB ranged GET of ``path`` on the server, in ms."""
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        fs.cat_file(path, start=0, end=65536)
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def run_child(route: str, url: str, options: dict, jobs: int, scratch: Path) -> dict:
+    with tempfile.TemporaryDirectory(dir=scratch) as out:
+        env = dict(os.environ, BENCH_STORAGE_OPTIONS=json.dumps(options))
+        done = subprocess.run([sys.executable, __file__, "--child", route, "--url", url, "--out", out,
+                               "--jobs", str(jobs)], check=False, capture_output=True, text=True, env=env)
+        if done.returncode:
+            raise SystemExit(f"{route} failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.splitlines()[-1])
+
+
+ROUTES = {"itarcore": "itarcore remote index", "itarcore-8M": "  the same, --block-size 8M",
+          "download-warm": "fs.get + local index (warm)", "download-cold": "fs.get + local index (cold)"}
+
+
+def measure(url: str, options: dict, jobs: int, repeats: int, scratch: Path) -> dict[str, dict]:
+    runs: dict[str, list[dict]] = {r: [] for r in ROUTES}
+    for _ in range(repeats):  # interleaved, so a load spike hits every route alike
+        for route in ROUTES:
+            runs[route].append(run_child(route, url, options, jobs, scratch))
+    shas = {r["sha"] for rs in runs.values() for r in rs}
+    if len(shas) != 1:
+        raise SystemExit(f"{url}: the routes wrote different indexes: {shas}")
+    out = {}
+    for route, rs in runs.items():
+        out[route] = dict(rs[0], seconds=statistics.median(r["seconds"] for r in rs),
+                          rss_mb=max(r["rss_mb"] for r in rs))
+    return out
+
+
+def print_table(name: str, fold_bytes: int, shards: int, results: dict[str, dict]) -> dict[str, float]:
+    print(f"\n{name}: {shards} shards, {fold_bytes / 1e6:,.1f} MB, {results['itarcore']['rows']:,} members")
+    print(f"  {'route':<30} {'seconds':>8} {'MB/s':>8} {'fetched MB':>11} {'of fold':>8} {'requests':>9} "
+          f"{'peak RSS MB':>12}")
+    for route, label in ROUTES.items():
+        r = results[route]
+        print(f"  {label:<30} {r['seconds']:>8.2f} {fold_bytes / r['seconds'] / 1e6:>8.1f} {r['bytes'] / 1e6:>11.1f} "
+              f"{r['bytes'] / fold_bytes:>8.1%} {r['requests']:>9,} {r['rss_mb']:>12.0f}")
+    own = results["itarcore"]["itarcore"]
+    print(f"  (itarcore's own count: {own[0] / 1e6:,.1f} MB in {own[1]:,} ranged reads; the index is "
+          "byte-identical in every route)")
+    ref = min(results["download-warm"]["seconds"], results["download-cold"]["seconds"])
+    return {"speedup": ref / results["itarcore"]["seconds"], "fraction": results["itarcore"]["bytes"] / fold_bytes,
+            "speedup_8M": ref / results["itarcore-8M"]["seconds"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small folds, 1 repeat")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=4, help="shards at a time (itarcore threads; fs.get is concurrent)")
+    ap.add_argument("--fold", action="append", choices=["images", "videos"], help="only this fold (repeatable)")
+    ap.add_argument("--child", choices=list(ROUTES), help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args)
+        return 0
+    import itarcore  # noqa: F401 - first: tests/itarcore (a folder of tests) must not shadow the package
+
+    sys.path.append(str(TESTS))
+    from remote_servers import S3Server
+
+    repeats = 1 if args.quick else args.repeats
+    scale = 8 if args.quick else 1
+    with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
+        scratch = Path(tmp)
+        folds = {
+            "images": (4, 12_000 // scale, [("jpg", 4_000, 6_000), ("cls", 1, 3), ("json", 40, 80)]),
+            "videos": (4, 3, [("json", 200, 400), ("mp4", (24 << 20) // scale, (36 << 20) // scale)]),
+        }
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+        server = S3Server()
+        try:
+            verdicts = {}
+            print(f"bench_remote: loopback moto S3, {repeats} repeat(s), jobs {args.jobs}, "
+                  f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            for name, (shards, samples, members) in folds.items():
+                if args.fold and name not in args.fold:
+                    continue
+                fold_bytes = write_fold(scratch / name, name, shards, samples, members)
+                url = server.upload(scratch / name, prefix=name)
+                results = measure(url, server.storage_options, min(args.jobs, shards), repeats, scratch)
+                verdicts[name] = print_table(name, fold_bytes, shards, results)
+                fs = server.fs()
+                fs.pipe_file(f"{server.bucket}/one-mib", bytes(1 << 20))
+                print(f"  server cost of one 64 KiB ranged GET: {request_cost_ms(fs, url[5:] + f'/{name}_0000.tar'):.0f}"
+                      f" ms on a {fold_bytes / shards / 1e6:.0f} MB shard, {request_cost_ms(fs, f'{server.bucket}/one-mib'):.0f}"
+                      " ms on a 1 MiB object")
+                for p in (scratch / name).iterdir():
+                    p.unlink()
+        finally:
+            server.stop()
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("targets (issue 12):")
+    if "images" in verdicts:
+        images = verdicts["images"]
+        print(f"  images: itarcore no slower than download-then-index: {images['speedup']:.2f}x "
+              f"({'met' if images['speedup'] >= 1 else 'NOT met'}; with --block-size 8M: {images['speedup_8M']:.2f}x)")
+    if "videos" in verdicts:
+        videos = verdicts["videos"]
+        print(f"  videos: fetch < 1/4 of the fold: {videos['fraction']:.1%} "
+              f"({'met' if videos['fraction'] < 0.25 else 'NOT met'}); >= 3x faster: {videos['speedup']:.2f}x "
+              f"({'met' if videos['speedup'] >= 3 else 'NOT met'}; with --block-size 8M: {videos['speedup_8M']:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

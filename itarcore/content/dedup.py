@@ -1,0 +1,258 @@
+"""Duplicate payloads within and across folds (a leak when the same payload is in train and val).
+
+Every non-empty payload is hashed with xxh3-128, read shard by shard in large sequential
+runs; members with equal extension, size and hash form a group. Left out by default:
+empty payloads (all equal, carrying nothing), class labels (``cls``, ``cls2``: a class id
+is shared by design) and members without an extension (not part of a sample). A group whose members come from more
+than one fold is a cross-fold leak. Memory: about 40 bytes per hashed row, plus the
+names of the duplicated members.
+
+With ``near=True`` (the ``content`` extra: ``imagehash``), images are also grouped by
+perceptual hash (see :mod:`itarcore.content.near`).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import numpy as np
+import xxhash
+
+from ..dataset import Dataset
+from ..errors import DatasetError
+from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from ..rowpass import iter_row_chunks
+from .names import stem_names
+from .payloads import iter_payload_runs
+
+
+@dataclass
+class Member:
+    fold: int  # position of the fold in DuplicateReport.indexes
+    row: int
+    stem: str = ""
+    shard: str = ""
+
+
+@dataclass
+class DuplicateGroup:
+    kind: str  # "exact" | "near"
+    ext: str
+    size: int  # payload size (exact groups; 0 for near groups)
+    digest: str  # xxh3-128 as hex (exact) or the first member's perceptual hash (near)
+    members: list[Member]
+
+    @property
+    def folds(self) -> set[int]:
+        return {m.fold for m in self.members}
+
+    @property
+    def cross_fold(self) -> bool:
+        return len(self.folds) > 1
+
+    def to_json(self, folds: list[str]) -> dict:
+        return {"kind": self.kind, "ext": self.ext, "size": self.size, "hash": self.digest,
+                "cross_fold": self.cross_fold, "folds": sorted({folds[m.fold] for m in self.members}),
+                "members": [{"fold": folds[m.fold], "row": m.row, "stem": m.stem, "shard": m.shard}
+                            for m in self.members]}
+
+
+@dataclass
+class DuplicateReport:
+    indexes: list[str]
+    folds: list[str]  # fold names, made unique
+    groups: list[DuplicateGroup] = field(default_factory=list)
+    near_groups: list[DuplicateGroup] | None = None  # None: not asked for
+    missing_shards: list[str] = field(default_factory=list)  # "fold/shard": not on disk, not compared
+    rows_hashed: int = 0
+    bytes_hashed: int = 0
+    images_hashed: int = 0
+
+    @property
+    def cross_fold_groups(self) -> list[DuplicateGroup]:
+        return [g for g in self.groups if g.cross_fold]
+
+    @property
+    def n_findings(self) -> int:
+        return len(self.groups) + len(self.near_groups or [])
+
+    def to_json(self) -> dict:
+        return {
+            "indexes": self.indexes, "folds": self.folds, "rows_hashed": self.rows_hashed,
+            "bytes_hashed": self.bytes_hashed, "missing_shards": self.missing_shards,
+            "summary": {"groups": len(self.groups), "cross_fold_groups": len(self.cross_fold_groups),
+                        "duplicate_members": sum(len(g.members) - 1 for g in self.groups),
+                        "near_groups": None if self.near_groups is None else len(self.near_groups)},
+            "groups": [g.to_json(self.folds) for g in self.groups],
+            "near_groups": None if self.near_groups is None else [g.to_json(self.folds) for g in self.near_groups],
+        }
+
+
+@dataclass
+class _Hashed:
+    """One fold's hashed rows: row ids, global extension ids, sizes and the two halves of each digest."""
+
+    rows: np.ndarray
+    ext: np.ndarray
+    size: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray
+
+
+DEFAULT_SKIPPED = ("", "cls", "cls2")
+
+
+def payload_rows(ds: Dataset, extensions: Collection[str] | None = None, skip: Collection[str] = DEFAULT_SKIPPED,
+                 min_size: int = 1, chunk_rows: int = 1 << 21) -> np.ndarray:
+    """Rows to hash: of ``extensions`` (all but ``skip`` when None), at least ``min_size`` bytes, in a shard on disk."""
+    present = np.zeros(1 << 16, bool)
+    present[list(ds.shard_paths)] = True
+    wanted = [e for e, name in enumerate(ds.extensions)
+              if (name in extensions if extensions is not None else name not in skip)]
+    allowed = np.zeros(len(ds.extensions) + 1, bool)
+    allowed[wanted] = True
+    allowed[-1] = True
+    last = len(allowed) - 1  # an out-of-range extension id stays in, to be reported when hashed
+    parts = [np.flatnonzero((part["size"] >= max(min_size, 1)) & present[part["fid"]]
+                            & allowed[np.minimum(part["extid"], last)]) + start
+             for start, part in iter_row_chunks(ds.index, chunk_rows)]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+HASH_THREADS = 2  # xxhash releases the GIL while it hashes: two shards are hashed at a time
+
+
+def _hash_shard(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter,
+                lock: threading.Lock) -> tuple[np.ndarray, bytes]:
+    hasher = xxhash.xxh3_128_digest
+    out_rows, digests = [], []
+    for run in iter_payload_runs(ds, rows, reporter.cancel):
+        view = run.view
+        digests.append(b"".join([hasher(view[a:b]) for a, b in zip(run.starts.tolist(), run.ends.tolist())]))
+        out_rows.append(run.rows)
+        with lock:
+            reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
+    return np.concatenate(out_rows), b"".join(digests)
+
+
+def hash_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter,
+              threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows in read order, digest high halves, low halves): xxh3-128 of each row's payload, shards in threads."""
+    if not len(rows):
+        empty = np.zeros(0, np.uint64)
+        return np.zeros(0, np.int64), empty, empty
+    fid = ds.rows["fid"][rows]
+    order = np.argsort(fid, kind="stable")
+    bounds = np.flatnonzero(np.diff(fid[order])) + 1
+    per_shard = np.split(rows[order], bounds)
+    for part in per_shard:
+        ds.shard_map(int(ds.rows["fid"][part[0]]))  # opened here, not concurrently by the workers
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max(1, threads or HASH_THREADS), thread_name_prefix="dedup-hash") as pool:
+        results = list(pool.map(lambda part: _hash_shard(ds, part, reporter, lock), per_shard))
+    halves = np.frombuffer(b"".join(d for _, d in results), ">u8").reshape(-1, 2).astype(np.uint64)
+    return np.concatenate([r for r, _ in results]), halves[:, 0].copy(), halves[:, 1].copy()
+
+
+def _global_ext_ids(datasets: list[Dataset]) -> tuple[list[str], list[np.ndarray]]:
+    names: dict[str, int] = {}
+    maps = [np.array([names.setdefault(e, len(names)) for e in ds.extensions] or [0], np.int64) for ds in datasets]
+    return list(names), maps
+
+
+def _exact_groups(hashed: list[_Hashed], ext_names: list[str]) -> list[DuplicateGroup]:
+    fold = np.concatenate([np.full(len(h.rows), i, np.int64) for i, h in enumerate(hashed)])
+    rows = np.concatenate([h.rows for h in hashed])
+    ext, size = np.concatenate([h.ext for h in hashed]), np.concatenate([h.size for h in hashed])
+    hi, lo = np.concatenate([h.hi for h in hashed]), np.concatenate([h.lo for h in hashed])
+    # only rows whose digest's high half occurs twice can be in a group: the full sort is of those few
+    by_hi = np.argsort(hi, kind="stable")
+    twin = np.zeros(len(hi), bool)
+    if len(hi) > 1:
+        same_hi = hi[by_hi][1:] == hi[by_hi][:-1]
+        twin[by_hi[1:][same_hi]] = True
+        twin[by_hi[:-1][same_hi]] = True
+    cand = np.flatnonzero(twin)
+    order = cand[np.lexsort((rows[cand], fold[cand], lo[cand], hi[cand], size[cand], ext[cand]))]
+    ext, size, hi, lo = ext[order], size[order], hi[order], lo[order]
+    same = (ext[1:] == ext[:-1]) & (size[1:] == size[:-1]) & (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])
+    starts = np.flatnonzero(np.r_[True, ~same])
+    ends = np.r_[starts[1:], len(order)]
+    groups = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        if b - a < 2:
+            continue
+        members = [Member(int(fold[i]), int(rows[i])) for i in order[a:b].tolist()]
+        digest = f"{int(hi[a]):016x}{int(lo[a]):016x}"
+        groups.append(DuplicateGroup("exact", ext_names[int(ext[a])], int(size[a]), digest, members))
+    groups.sort(key=lambda g: (g.members[0].fold, g.members[0].row))
+    return groups
+
+
+def name_members(datasets: list[Dataset], groups: list[DuplicateGroup]) -> None:
+    """Fill in each member's stem and shard name (read from the tar headers)."""
+    for f, ds in enumerate(datasets):
+        members = [m for g in groups for m in g.members if m.fold == f]
+        stems = stem_names(ds, [m.row for m in members])
+        fids = ds.rows["fid"][[m.row for m in members]].tolist() if members else []
+        for m, stem, fid in zip(members, stems, fids):
+            m.stem, m.shard = stem, ds.shard_name(int(fid))
+
+
+def unique_fold_names(datasets: list[Dataset]) -> list[str]:
+    names = [ds.fold for ds in datasets]
+    return [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
+
+
+def find_duplicates(datasets: list[Dataset | str | os.PathLike[str]], *, progress: ProgressCallback | None = None,
+                    cancel: CancelToken | None = None, near: bool = False, max_distance: int = 4,
+                    extensions: Collection[str] | None = None, skip: Collection[str] = DEFAULT_SKIPPED,
+                    min_size: int = 1) -> DuplicateReport:
+    """Exact duplicate payloads within and across ``datasets`` (a job; see the module notes).
+
+    Only members of ``extensions`` are compared (default: all but ``skip``), of at least
+    ``min_size`` bytes (never empty ones).
+
+    ``near`` also groups images whose perceptual hashes differ in at most ``max_distance``
+    bits (needs ``imagehash``; raises ``ItarError`` when it is not installed).
+    """
+    with ExitStack() as stack:
+        opened = [d if isinstance(d, Dataset) else stack.enter_context(Dataset.open(d)) for d in datasets]
+        paths = [os.path.realpath(ds.path) for ds in opened]
+        twice = sorted({p for p in paths if paths.count(p) > 1})
+        if twice:  # its every payload would be reported as a leak into itself
+            raise DatasetError(f"{twice[0]}: the same index is given twice")
+        if near:
+            from .near import require_imagehash
+
+            require_imagehash()
+        todo = [payload_rows(ds, extensions, skip, min_size) for ds in opened]
+        total = sum(int(ds.rows["size"][rows].sum()) for ds, rows in zip(opened, todo))
+        reporter = ProgressReporter(progress, max(total, 1), "bytes", cancel)
+        ext_names, ext_maps = _global_ext_ids(opened)
+        hashed = []
+        for ds, rows, ext_map in zip(opened, todo, ext_maps):
+            done_rows, hi, lo = hash_rows(ds, rows, reporter)
+            rec = ds.rows[done_rows]
+            bad = np.flatnonzero(rec["extid"] >= len(ds.extensions))
+            if len(bad):
+                ds.ext_of(int(done_rows[bad[0]]))  # raises the FormatError naming the row's offset
+            hashed.append(_Hashed(done_rows, ext_map[rec["extid"].astype(np.int64)], rec["size"].astype(np.int64),
+                                  hi, lo))
+        report = DuplicateReport([ds.path for ds in opened], unique_fold_names(opened))
+        report.missing_shards = [f"{name}/{shard}" for name, ds in zip(report.folds, opened)
+                                 for shard in ds.missing_shards]
+        report.groups = _exact_groups(hashed, ext_names)
+        report.rows_hashed = sum(len(h.rows) for h in hashed)
+        report.bytes_hashed = total
+        reporter.finish()
+        if near:
+            from .near import near_groups
+
+            report.near_groups, report.images_hashed = near_groups(opened, hashed, max_distance, progress, cancel)
+        name_members(opened, report.groups + (report.near_groups or []))
+        return report

@@ -1,0 +1,51 @@
+"""Steps the GUI tests share (import as ``from gui_helpers import …``)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+
+def open_file(qtbot, window, path: Path | str, timeout: int = 15_000) -> None:
+    """Open ``path`` in ``window`` and wait until the document and its first preview are shown."""
+    with qtbot.waitSignal(window.previewSettled, timeout=timeout), \
+            qtbot.waitSignal(window.documentOpened, timeout=timeout):
+        window.open_path(str(path))
+
+
+def click(qtbot, button) -> None:
+    """A left click on ``button``, as a user gives it."""
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def show_payload(qtbot, preview, payload, timeout: int = 5000) -> None:
+    """Hand ``payload`` to a PayloadPreview and wait until its view (or inline error) is on screen."""
+    with qtbot.waitSignal(preview.previewReady, timeout=timeout):
+        preview.show_payload(payload)
+
+
+def shown(qtbot, widget):
+    """``widget`` shown and owned by the test (closed and deleted afterwards)."""
+    qtbot.addWidget(widget)
+    widget.show()
+    return widget
+
+
+@contextmanager
+def taridx_panel(qtbot, panel_class, index: Path | str, size: tuple[int, int] = (900, 700)) -> Iterator:
+    """A TARIDX format panel on its own, shown, over a Dataset of ``index``; shut down and closed after."""
+    from itarcore.dataset import Dataset
+    from itarcore.document import Document
+
+    dataset = Dataset.open(index)
+    panel = panel_class(Document(str(dataset.path), "taridx", "TARIDX", [], [], source=dataset))
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    try:
+        yield panel
+    finally:
+        panel.shutdown()
+        dataset.close()
