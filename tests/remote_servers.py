@@ -66,6 +66,9 @@ class S3Server:
         self._server.stop()
 
 
+HOLD_LIMIT_S = 60  # a held body goes out by itself after this, so a forgotten release cannot hang a run
+
+
 @dataclass
 class Faults:
     """What the HTTP server does wrong, for requests whose path ends with ``only`` (all when empty)."""
@@ -76,6 +79,7 @@ class Faults:
     fail_times: int = 0  # answer fail_status to this many requests, then serve normally
     cut_short_times: int = 0  # send half the promised body to this many GETs, then close
     delay: float = 0.0  # seconds to wait before each body (GET)
+    held: threading.Event | None = None  # GET bodies wait until this is set (at most HOLD_LIMIT_S)
     no_listing: bool = False  # folders answer 404, as most static web hosts do
     log: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, Range header)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -147,6 +151,8 @@ class _Handler(SimpleHTTPRequestHandler):
             return
         if hit and faults.delay:
             time.sleep(faults.delay)
+        if hit and faults.held is not None:
+            faults.held.wait(HOLD_LIMIT_S)
         body = data[start:end]
         self.wfile.write(body[: len(body) // 2] if cut else body)
         self.wfile.flush()
@@ -200,10 +206,17 @@ class RangeHTTPServer:
     def slow(self, seconds: float, only: str = "") -> None:
         self.faults.delay, self.faults.only = seconds, only
 
+    def hold_back(self, only: str = "") -> threading.Event:
+        """GET bodies wait until the returned event is set: a server that is slow for as long as a test needs."""
+        self.faults.held, self.faults.only = threading.Event(), only
+        return self.faults.held
+
     def no_listing(self) -> None:
         self.faults.no_listing = True
 
     def reset(self) -> None:
+        if self.faults.held is not None:
+            self.faults.held.set()
         self._server.faults = Faults()
 
     def requests(self, method: str = "GET", suffix: str = "") -> list[tuple[str, str, str]]:

@@ -76,3 +76,15 @@ def test_bench_gallery_quick_finds_the_planted_duplicates(tmp_path: Path) -> Non
                 r"Pillow full decode \+ thumbnail/s"):
         assert re.search(rf"^{row}\s+[\d,]+\s+[\d,]+", out, re.MULTILINE), row
     assert re.search(r"^thumbnail cache: 1,000 files", out, re.MULTILINE)
+
+
+def test_bench_gui_stalls_quick_measures_every_step(tmp_path: Path) -> None:
+    pytest.importorskip("PySide6")
+    out = run("bench_gui_stalls.py", "--quick", "--dir", str(tmp_path))
+    steps = ["hex pane: scroll a 64 MiB file", "200,000 rows: show the extensions tab",
+             "200,000 rows: show the crash stems tab", "200,000 rows: sort by size, first screen to full order",
+             "200,000 rows: show the Samples panel until it is filled",
+             "200,000 rows: show the Plots panel until it is filled", "gallery: 40 JPEGs, new size and two pages"]
+    for step in steps:
+        assert re.search(rf"^{re.escape(step)}\s+\d+\s+\d+\s+< 50 ms busy: (met|NOT met)$", out, re.MULTILINE), step
+    assert list(tmp_path.iterdir()) == []  # the inputs are written to a temporary folder and removed

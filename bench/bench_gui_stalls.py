@@ -1,0 +1,220 @@
+"""How long the GUI thread stays away from its event loop while the browser works: a table against 50 ms.
+
+    python bench/bench_gui_stalls.py           # 10M rows, 4M for the panels, a 1 GiB hex file, 400 JPEGs
+    python bench/bench_gui_stalls.py --quick   # small sizes, a smoke run for CI
+
+A timer ticks every 5 ms on the GUI thread (``synthetic.Heartbeat``). Per step the table gives the
+longest stretch of the GUI thread's own CPU time between two ticks ("busy": the work the thread did
+without returning to the event loop, the issue's "nothing over 50 ms on the GUI thread") and the longest
+wall gap (which also holds time the OS gave to other processes). Each step runs three rounds and keeps
+its best: a stall the code causes comes back every round, a shared machine's noise does not.
+
+The tests check the same steps without a clock (tests/app/off_gui_thread.py): every pass over the rows
+runs in a worker and the GUI never waits for it. This script says how long what is left takes.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import Heartbeat, write_index
+
+TARGET_MS = 50
+ROUNDS = 3
+
+
+def wait(app, cond: Callable[[], bool], timeout: float = 600.0) -> None:
+    end = time.perf_counter() + timeout
+    while not cond():
+        app.processEvents()
+        if time.perf_counter() > end:
+            raise TimeoutError("benchmark step timed out")
+        time.sleep(0.001)
+
+
+def best_of(app, step: Callable[[], None], reset: Callable[[], None] | None = None) -> Heartbeat:
+    beats = []
+    for _ in range(ROUNDS):
+        with Heartbeat(5) as beat:
+            step()
+            app.processEvents()
+        beats.append(beat)
+        if reset is not None:
+            reset()
+    return min(beats, key=lambda b: b.max_busy_ms)
+
+
+def open_window(app, path: Path):
+    from app.views.main_window import MainWindow
+
+    w = MainWindow()
+    w.resize(1366, 768)
+    w.show()
+    opened: list[str] = []
+    w.documentOpened.connect(opened.append)
+    w.open_path(str(path))
+    wait(app, lambda: bool(opened))
+    return w
+
+
+def grid_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
+    path = folder / "grid.taridx"
+    write_index(path, n_rows, exts=("jpg", "cls", "json", "txt"), max_size=10**9)
+    w = open_window(app, path)
+    out = {}
+    rows = w.tabs_by_name["rows"]
+    for name in ("extensions", "crash stems", "rows"):
+        tab = w.tabs_by_name[name]
+
+        def show(tab=tab) -> None:
+            w.tabs.setCurrentWidget(tab)
+            tab.grid.view.viewport().repaint()  # the first paint asks for the lazy columns
+            wait(app, lambda: not tab.model.fetching)
+
+        out[f"{n_rows:,} rows: show the {name} tab"] = best_of(app, show, lambda: w.tabs.setCurrentWidget(rows))
+    applied: list[int] = []
+    rows.viewApplied.connect(lambda: applied.append(1))
+
+    def sort() -> None:
+        applied.clear()
+        rows.sort_by("Size")
+        wait(app, lambda: bool(applied))
+        rows.grid.view.viewport().repaint()
+
+    def unsort() -> None:
+        applied.clear()
+        rows.clear_sort()
+        wait(app, lambda: bool(applied))
+
+    out[f"{n_rows:,} rows: sort by size, first screen to full order"] = best_of(app, sort, unsort)
+    w.shutdown()
+    w.deleteLater()
+    return out
+
+
+def panel_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
+    path = folder / "panels.taridx"
+    write_index(path, n_rows)
+    out = {}
+    for title, ready in (("Samples", "samplesReady"), ("Plots", "computed")):
+        beats = []
+        for _ in range(ROUNDS):  # a fresh window each round, opened before the clock: the pass runs again
+            w = open_window(app, path)
+            wait(app, lambda w=w: not w.tabs_by_name["rows"].model.fetching)
+            panel = next(p for p in w.panels if p.title == title)
+            done: list[int] = []
+            getattr(panel, ready).connect(lambda done=done: done.append(1))
+            with Heartbeat(5) as beat:
+                panel.parent().show()
+                panel.parent().raise_()
+                wait(app, lambda done=done: bool(done))
+                app.processEvents()
+            beats.append(beat)
+            w.shutdown()
+            w.deleteLater()
+        out[f"{n_rows:,} rows: show the {title} panel until it is filled"] = min(beats, key=lambda b: b.max_busy_ms)
+    return out
+
+
+def hex_steps(app, folder: Path, size: int) -> dict[str, Heartbeat]:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from app.views.hex import HexPane
+
+    path = folder / "sparse.bin"
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+    def read(offset: int, length: int) -> bytes:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
+
+    pane = HexPane()
+    pane.resize(700, 500)
+    pane.show()
+    pane.set_source(read, size)
+    view = pane.hex
+    bar = view.verticalScrollBar()
+
+    def scroll() -> None:
+        QTest.keyClick(view, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+        for _ in range(30):
+            QTest.keyClick(view, Qt.Key.Key_PageUp)
+            view.viewport().repaint()
+        for k in range(1, 40):
+            bar.setValue(bar.maximum() * k // 40)
+            view.viewport().repaint()
+
+    return {f"hex pane: scroll a {size >> 20:,} MiB file": best_of(app, scroll)}
+
+
+def gallery_steps(app, folder: Path, samples: int) -> dict[str, Heartbeat]:
+    from bench_gallery import make_jpeg_fold
+
+    index = make_jpeg_fold(folder / "gallery", samples, shards=2, size=(640, 480))
+    w = open_window(app, index)
+    gallery = next(p for p in w.panels if p.title == "Gallery")
+    gallery.parent().show()
+    gallery.parent().raise_()
+    wait(app, lambda: gallery.n_items() == samples)
+    bar = gallery.grid.verticalScrollBar()
+
+    def loaded() -> bool:
+        first, stop = gallery.grid.visible_range()
+        return all(gallery.cell(i) is not None for i in range(first, stop))
+
+    sizes = iter(range(3))
+
+    def resize_and_scroll() -> None:  # each round a new thumbnail size: nothing of it is in memory yet
+        gallery.size_slider.setValue(next(sizes))
+        for _ in range(2):
+            wait(app, loaded)
+            bar.setValue(bar.value() + bar.pageStep())
+        wait(app, loaded)
+
+    out = {f"gallery: {samples} JPEGs, new size and two pages": best_of(app, resize_and_scroll)}
+    w.shutdown()
+    w.deleteLater()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--dir", type=Path, help="where to write the inputs (default: a temporary folder)")
+    args = parser.parse_args()
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    grid_rows, panel_rows, hex_size, jpegs = (
+        (200_000, 200_000, 1 << 26, 40) if args.quick else (10_000_000, 4_000_000, 1 << 30, 400))
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        folder = Path(tmp)
+        os.environ["ITARCORE_CACHE_DIR"] = str(folder / "cache")
+        results: dict[str, Heartbeat] = {}
+        results.update(hex_steps(app, folder, hex_size))
+        results.update(grid_steps(app, folder, grid_rows))
+        results.update(panel_steps(app, folder, panel_rows))
+        results.update(gallery_steps(app, folder, jpegs))
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"GUI thread stalls, best of {ROUNDS} rounds (load average {' '.join(load)})")
+    width = max(map(len, results)) + 2
+    print(f"{'step':<{width}}{'busy ms':>9}{'gap ms':>9}  target")
+    for step, beat in results.items():
+        verdict = "met" if beat.max_busy_ms < TARGET_MS else "NOT met"
+        print(f"{step:<{width}}{beat.max_busy_ms:>9.0f}{beat.max_gap_ms:>9.0f}  < {TARGET_MS} ms busy: {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
