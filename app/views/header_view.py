@@ -33,8 +33,8 @@ def fit_columns(natural: dict[str, int], available: int) -> dict[str, int]:
     """Column widths for a view ``available`` px wide, from each column's ``natural`` (content) width.
 
     Value is promised its natural width or VALUE_SHARE of the view, whichever is less; Field and then Group
-    share the rest (cut in the middle if they must). If the columns after Value (Offset, Size, Type) fit too,
-    Value gets its natural width; if they do not, Value runs to the view's edge and they scroll into view.
+    share the rest (cut in the middle if they must). Value then grows to its natural width or to the view's
+    edge; Offset, Size and Type follow it, scrolled into view if there is no room left.
     """
     widths = {title: min(w, COLUMN_CAP.get(title, w)) for title, w in natural.items()}
     value_min = min(natural["Value"], int(available * VALUE_SHARE))
@@ -44,11 +44,7 @@ def fit_columns(natural: dict[str, int], available: int) -> dict[str, int]:
     if "Group" in widths:
         widths["Group"] = min(widths["Group"], max(MIN_NAME_WIDTH, names_room - widths["Field"]))
     names = sum(widths.get(title, 0) for title in ("Group", "Field"))
-    trailing = sum(w for title, w in widths.items() if title not in ("Group", "Field", "Value"))
-    if natural["Value"] <= available - names - trailing:
-        widths["Value"] = natural["Value"]
-    else:
-        widths["Value"] = max(value_min, available - names)
+    widths["Value"] = min(natural["Value"], max(value_min, available - names))
     return widths
 
 

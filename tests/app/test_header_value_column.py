@@ -20,8 +20,11 @@ NATURAL = {"Group": 125, "Field": 140, "Value": 600, "Offset": 60, "Size": 50, "
 def test_fit_columns_on_a_laptop_dock_gives_value_the_room_names_leave():
     widths = fit_columns(NATURAL, 405)
     # Value's promise: 45% of 405 = 182; Field keeps its 140 (223 - 56 for Group); Group gets 223 - 140 = 83;
-    # Offset, Size and Type cannot fit beside them, so Value runs to the edge: 405 - 83 - 140 = 182
+    # Value then grows to the view's edge (its 600 px do not fit): 405 - 83 - 140 = 182
     assert widths == {"Group": 83, "Field": 140, "Value": 182, "Offset": 60, "Size": 50, "Type": 80}
+    # a short value keeps its own width, and the columns after it come into view
+    short = fit_columns(dict(NATURAL, Value=150), 405)
+    assert short == {"Group": 115, "Field": 140, "Value": 150, "Offset": 60, "Size": 50, "Type": 80}
 
 
 def test_fit_columns_on_a_wide_view_shows_every_column_at_its_natural_width():
