@@ -30,9 +30,11 @@ def drawn_texts(axis) -> list[tuple]:
     return [(rect, text) for rect, _flags, text in specs[2]]
 
 
-def assert_apart_and_faithful(texts: list[tuple], names: list[str]) -> None:
+def assert_apart_and_faithful(texts: list[tuple], names: list[str], axis) -> None:
     assert texts
+    bounds = axis.boundingRect().adjusted(-1, -1, 1, 1)
     for i, (rect, text) in enumerate(texts):
+        assert bounds.contains(rect), (text, rect, bounds)  # the axis made room: nothing drawn is clipped
         assert not any(rect.intersects(other) for other, _ in texts[i + 1:]), (text, [t for _, t in texts])
         head, sep, tail = text.partition("…")
         # a whole name, or one cut once in the middle that keeps both of its ends
@@ -59,10 +61,11 @@ def test_heatmap_tick_labels_never_overlap_and_are_whole_or_cut_in_the_middle(he
     heatmap.grab().save(str(tmp_path / f"heatmap-{size[0]}.png"))
     names = [e or "(none)" for e in EXTENSIONS]
     bottom = drawn_texts(heatmap.getAxis("bottom"))
-    assert_apart_and_faithful(bottom, names)
-    assert_apart_and_faithful(drawn_texts(heatmap.getAxis("left")), SHARDS)
-    if size[0] >= 900:  # room enough: every extension is labelled, the short ones whole
-        assert len(bottom) == len(names) and {"jpg", "cls", "json"} <= {t for _, t in bottom}
+    assert_apart_and_faithful(bottom, names, heatmap.getAxis("bottom"))
+    assert_apart_and_faithful(drawn_texts(heatmap.getAxis("left")), SHARDS, heatmap.getAxis("left"))
+    # every extension is labelled (upright where the cells are narrow), the short ones whole
+    assert len(bottom) == len(names) and {"jpg", "cls", "json"} <= {t for _, t in bottom}
+    assert heatmap.getAxis("bottom").rotated == (size[0] < 900)
     # the counts printed in the cells: only where they fit, so never over each other
     shown = []
     for item in heatmap.cell_texts:
@@ -104,4 +107,5 @@ def test_label_bars_thin_and_cut_long_label_names(qtbot):
     bars.show()
     settle()
     texts = drawn_texts(bars.getAxis("bottom"))
-    assert_apart_and_faithful(texts, list(totals))
+    assert_apart_and_faithful(texts, list(totals), bars.getAxis("bottom"))
+    assert 1 < len(texts) < len(totals)  # 30 labels in 330 px: every other one, upright
