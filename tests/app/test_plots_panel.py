@@ -220,3 +220,37 @@ def test_plots_keep_usable_heights_and_apart_labels_in_a_laptop_dock(qtbot, monk
         assert not legend.intersects(hist)  # the legend sits under (or beside) the histogram, never over it
     finally:
         w.shutdown()
+
+
+def test_in_a_scrolling_dock_the_wheel_scrolls_the_plots_and_ctrl_wheel_zooms(qtbot, monkeypatch):
+    from gui_helpers import laptop_window, open_file, settle
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    def wheel(plot, modifiers) -> None:
+        centre = QPointF(plot.viewport().rect().center())
+        event = QWheelEvent(centre, QPointF(plot.viewport().mapToGlobal(centre.toPoint())), QPoint(0, 0),
+                            QPoint(0, -120), Qt.MouseButton.NoButton, modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+        QApplication.sendEvent(plot.viewport(), event)
+        settle()
+
+    w = laptop_window(qtbot, monkeypatch)
+    try:
+        open_file(qtbot, w, WEBDS / "train.taridx")
+        plots = next(p for p in w.panels if p.title == "Plots")
+        with qtbot.waitSignal(plots.computed, timeout=10_000):
+            plots.parent().raise_()
+        settle()
+        bar = plots.plots_scroll.verticalScrollBar()
+        assert bar.maximum() > 0  # a laptop's dock: the plots scroll
+        x_range = plots.hist_plot.getPlotItem().vb.viewRange()[0]
+        wheel(plots.hist_plot, Qt.KeyboardModifier.NoModifier)
+        assert bar.value() > 0  # scrolled down, over the histogram
+        assert plots.hist_plot.getPlotItem().vb.viewRange()[0] == x_range  # not zoomed
+        scrolled = bar.value()
+        wheel(plots.hist_plot, Qt.KeyboardModifier.ControlModifier)
+        assert bar.value() == scrolled
+        assert plots.hist_plot.getPlotItem().vb.viewRange()[0] != x_range  # zoomed in x
+    finally:
+        w.shutdown()

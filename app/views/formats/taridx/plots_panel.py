@@ -12,8 +12,18 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.views.formats.taridx.plots_controls import RowPicker, select_rows
 from app.views.panels import FormatPanel
@@ -207,6 +217,7 @@ class PlotsPanel(FormatPanel):
         self.plots_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.plots_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._layout.addWidget(self.plots_scroll, 1)
+        self._wheel_scrolls_panel(self.hist_plot)
         self._fit_width()
         self._set_log_counts(self.log_counts.isChecked())
         QTimer.singleShot(0, self, self._build_shard_plots)
@@ -219,6 +230,7 @@ class PlotsPanel(FormatPanel):
             self.rows_plot.setMinimumHeight(SHARD_MIN_HEIGHT)
             self._style(self.rows_plot)
             self._bottom.addWidget(self.rows_plot)
+            self._wheel_scrolls_panel(self.rows_plot)
             QTimer.singleShot(0, self, self._build_shard_plots)
             return
         self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
@@ -227,6 +239,7 @@ class PlotsPanel(FormatPanel):
         self.bytes_plot.setMinimumHeight(SHARD_MIN_HEIGHT)
         self._style(self.bytes_plot)
         self._bottom.addWidget(self.bytes_plot)
+        self._wheel_scrolls_panel(self.bytes_plot)
         if self._pending is not None:  # the counts came first
             stats, self._pending = self._pending, None
             self._show_stats(stats)
@@ -234,6 +247,19 @@ class PlotsPanel(FormatPanel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_width()
+
+    def _wheel_scrolls_panel(self, plot: pg.PlotWidget) -> None:
+        plot.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # when the plots scroll, the wheel scrolls them (a plot under the mouse would otherwise trap it);
+        # Ctrl+wheel zooms the plot, as it zooms the gallery
+        if event.type() == QEvent.Type.Wheel and not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            bar = self.plots_scroll.verticalScrollBar()
+            if bar.maximum() > 0:
+                QApplication.sendEvent(bar, event)
+                return True
+        return super().eventFilter(watched, event)
 
     def _fit_width(self) -> None:
         """In a narrow dock (a laptop) the legend goes under the histogram and the shard plots one above the
