@@ -4,9 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
 THEMES = ("system", "light", "dark")
+# WCAG 2.1 SC 1.4.11: a control's boundary needs 3:1 against what is next to it
+NON_TEXT_CONTRAST = 3.0
+# Aim above 3:1 so the drawn pixels still make it: a box's 1-px edge is blended a little, a radio button's
+# antialiased circle a lot (most of its pixels are part-covered)
+OUTLINE_MARGIN = {QStyle.PrimitiveElement.PE_IndicatorCheckBox: 1.25, QStyle.PrimitiveElement.PE_IndicatorRadioButton: 1.75}
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "itar-browser.svg"
 
 
@@ -49,9 +54,70 @@ def light_palette() -> QPalette:
     return app.style().standardPalette() if app is not None else QPalette()
 
 
+def relative_luminance(colour: QColor) -> float:
+    """WCAG 2.x relative luminance of an sRGB colour."""
+    def linear(v: float) -> float:
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(colour.redF()) + 0.7152 * linear(colour.greenF()) + 0.0722 * linear(colour.blueF())
+
+
+def contrast_ratio(a: QColor, b: QColor) -> float:
+    """WCAG contrast ratio, 1 (same luminance) to 21 (black on white)."""
+    high, low = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _mix(a: QColor, b: QColor, t: float) -> QColor:
+    return QColor.fromRgbF(*(x + (y - x) * t for x, y in zip(a.getRgbF()[:3], b.getRgbF()[:3])))
+
+
+# Fusion draws a check box's or radio button's outline a shade darker than the Window colour (darker(140),
+# lighter(110) for boxes; darker(150) on some releases), which on a dark palette is the Base colour inside it.
+def _fusion_outlines(window: QColor) -> tuple[QColor, ...]:
+    return window.darker(140), window.darker(140).lighter(110), window.darker(150)
+
+
+def indicator_window(palette: QPalette, margin: float = 1.0) -> QColor:
+    """The Window colour to hand Fusion so every outline it derives reaches ``margin`` × 3:1 against both Base
+    (inside the indicator) and Window (around it): the first mix of Base towards Text that does."""
+    base, text = palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Text)
+    window = palette.color(QPalette.ColorRole.Window)
+    for step in range(101):
+        candidate = _mix(base, text, step / 100).lighter(140)
+        if all(min(contrast_ratio(o, base), contrast_ratio(o, window)) >= NON_TEXT_CONTRAST * margin
+               for o in _fusion_outlines(candidate)):
+            return candidate
+    return text
+
+
+class IndicatorContrastStyle(QProxyStyle):
+    """Fusion, with check box and radio button outlines that read on any palette (Fusion's own are about the
+    Base colour on a dark one). Menus' check marks, item views' and group boxes' check boxes draw through the
+    same two primitives, so every indicator in the app gets it."""
+
+    def __init__(self) -> None:
+        super().__init__(QStyleFactory.create("Fusion"))
+        self._windows: dict[tuple, QColor] = {}  # (element, palette, colour group) -> the indicator's Window
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        if element in OUTLINE_MARGIN:
+            palette = QPalette(option.palette)
+            key = (element, palette.cacheKey(), palette.currentColorGroup())
+            window = self._windows.get(key)
+            if window is None:
+                if len(self._windows) > 256:  # palettes come and go with themes: keep the cache small
+                    self._windows.clear()
+                window = self._windows[key] = indicator_window(palette, OUTLINE_MARGIN[element])
+            palette.setColor(palette.currentColorGroup(), QPalette.ColorRole.Window, window)
+            option = type(option)(option)  # a copy: the caller's option stays as it was
+            option.palette = palette
+        super().drawPrimitive(element, option, painter, widget)
+
+
 def apply_theme(app: QApplication, theme: str) -> None:
     """'light', 'dark' or 'system' (the platform's own palette)."""
-    app.setStyle("Fusion")
+    app.setStyle(IndicatorContrastStyle())
     if theme == "dark":
         app.setPalette(dark_palette())
     elif theme == "light":

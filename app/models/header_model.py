@@ -1,6 +1,7 @@
 """Qt adapter over a Document's header fields: name, value, offset, size, type."""
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -10,6 +11,11 @@ from itarcore.document import HeaderField
 _ROOT = QModelIndex()
 Index = QModelIndex | QPersistentModelIndex
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+TOOLTIP_COLUMNS = 96  # a plain-text tooltip never wraps by itself: a long value would run off the screen
+
+
+def _wrapped(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, TOOLTIP_COLUMNS, break_long_words=True, replace_whitespace=False)) or text
 
 
 class HeaderModel(QAbstractTableModel):
@@ -44,7 +50,8 @@ class HeaderModel(QAbstractTableModel):
             return f.type
         if role == Qt.ItemDataRole.ToolTipRole:
             raw = repr(f.value) if not isinstance(f.value, (bytes, bytearray)) else f.value.hex(" ")
-            return f"{f.name} at byte {f.offset} (0x{f.offset:x}), {f.size} bytes, {f.type}\n{f.text}\nraw: {raw}"
+            return (f"{f.name} at byte {f.offset} (0x{f.offset:x}), {f.size} bytes, {f.type}\n{_wrapped(f.text)}\n"
+                    f"{_wrapped('raw: ' + raw)}")
         if role == Qt.ItemDataRole.TextAlignmentRole and title in ("Offset", "Size"):
             return _RIGHT
         return None

@@ -5,7 +5,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtWidgets import QApplication
 
 
 def open_file(qtbot, window, path: Path | str, timeout: int = 15_000) -> None:
@@ -49,3 +50,31 @@ def taridx_panel(qtbot, panel_class, index: Path | str, size: tuple[int, int] = 
     finally:
         panel.shutdown()
         dataset.close()
+
+
+def settle() -> None:
+    """Run the posted layout requests, round after round (each may post the next)."""
+    for _ in range(3):
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
+
+
+def make_window(qtbot):
+    """A main window, shown and settled, owned by the test."""
+    from app.views.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    settle()
+    return w
+
+
+def laptop_window(qtbot, monkeypatch, width: int = 1366, height: int = 768):
+    """A window on a ``width``×``height`` screen (the work area leaves 28 px for a desktop panel)."""
+    from app.views import dock_layout
+
+    monkeypatch.setattr(dock_layout, "screen_area", lambda _w: QRect(0, 0, width, height - 28))
+    window = make_window(qtbot)
+    assert window.frameGeometry().width() <= width and window.frameGeometry().height() <= height - 28
+    return window

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("PySide6")
-from gui_helpers import open_file
+from gui_helpers import laptop_window, make_window, open_file, settle
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtWidgets import QApplication, QPushButton
+from PySide6.QtWidgets import QPushButton
 
 from app.views.settings import SETTINGS_ENV
 
@@ -19,22 +19,6 @@ WEBDS_INDEX = DATA / "taridx" / "webds"
 LONG_PATH = "/data/" + "/".join(f"very_long_directory_name_{i:02d}" for i in range(9)) + "/train_000042.tar"
 LONG_MESSAGE = f"Could not read the payload: {LONG_PATH}: member 'sample_000123.jpg', field 'size', offset 1,234,567: " \
                "the tar header says 18,446,744,073,709,551,615 bytes but the shard ends at 52,428,800"
-
-
-def make_window(qtbot):
-    from app.views.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    settle()
-    return w
-
-
-def settle() -> None:
-    for _ in range(3):  # layout requests are posted events; let each round of them run
-        QApplication.sendPostedEvents()
-        QApplication.processEvents()
 
 
 def test_long_preview_message_never_widens_the_window(qtbot, tmp_path):
@@ -84,16 +68,6 @@ def test_a_saved_layout_that_fits_is_restored(qtbot):
     assert (again.width(), again.height()) == (1200, 760)
     assert again.hex_dock.isHidden()
     again.shutdown()
-
-
-def laptop_window(qtbot, monkeypatch):
-    """A window on a 1366×768 laptop screen (the work area leaves room for a panel)."""
-    from app.views import dock_layout
-
-    monkeypatch.setattr(dock_layout, "screen_area", lambda _w: QRect(0, 0, 1366, 740))
-    window = make_window(qtbot)
-    assert window.frameGeometry().width() <= 1366 and window.frameGeometry().height() <= 740
-    return window
 
 
 def test_reset_layout_brings_back_every_dock_and_fits_a_laptop(qtbot, monkeypatch, tmp_path):

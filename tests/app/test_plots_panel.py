@@ -159,3 +159,98 @@ def test_counting_an_index_releases_its_pages_and_stops_between_chunks(monkeypat
             compute_fold_stats(index, 3, progress=lambda p: cancel.cancel(), cancel=cancel)
         # cancelled while reporting the first chunk: at most the chunk already in hand follows
         assert released in ([(0, 30_000)], [(0, 30_000), (30_000, 60_000)])
+
+
+def axis_text_rects(axis) -> list:
+    """Scene rects of an axis's drawn texts: its tick labels (as the axis lays them out) and its title."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    rects = [axis.mapRectToScene(rect) for rect, _flags, _text in (specs[2] if specs else [])]
+    if axis.label.isVisible():  # a QGraphicsTextItem: its rect has the document's blank margin around the text
+        m = axis.label.document().documentMargin()
+        rects.append(axis.label.mapRectToScene(axis.label.boundingRect().adjusted(m, m, -m, -m)))
+    return rects
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1440, 900)])
+def test_plots_keep_usable_heights_and_apart_labels_in_a_laptop_dock(qtbot, monkeypatch, tmp_path, size):
+    from gui_helpers import laptop_window, open_file, settle
+    from PySide6.QtCore import QPoint, QRect
+
+    from app.views.formats.taridx.plots_panel import HIST_MIN_HEIGHT, SHARD_MIN_HEIGHT
+
+    w = laptop_window(qtbot, monkeypatch, *size)
+    try:
+        open_file(qtbot, w, WEBDS / "train.taridx")
+        plots = next(p for p in w.panels if p.title == "Plots")
+        with qtbot.waitSignal(plots.computed, timeout=10_000):
+            plots.parent().raise_()
+        settle()
+        w.grab().save(str(tmp_path / f"plots-{size[0]}.png"))
+        scroll = plots.plots_scroll
+        for plot, least in ((plots.hist_plot, HIST_MIN_HEIGHT), (plots.rows_plot, SHARD_MIN_HEIGHT),
+                            (plots.bytes_plot, SHARD_MIN_HEIGHT)):
+            assert plot.height() >= least
+            item = plot.getPlotItem()
+            data = item.vb.sceneBoundingRect()
+            assert data.height() >= 80  # room for the bars, between the title and the axis
+            title = item.titleLabel.sceneBoundingRect()
+            assert title.bottom() <= data.top() + 1  # the title above the bars
+            texts = [title]
+            for name in ("bottom", "left"):
+                texts += axis_text_rects(item.getAxis(name))
+            # no two texts (title, tick labels, axis titles) overlap, and all are inside the plot
+            for i, a in enumerate(texts):
+                assert plot.sceneRect().contains(a), a
+                assert not any(a.intersects(b) for b in texts[i + 1:]), a
+            # every plot is whole once scrolled to: nothing cut by the dock
+            # (as a drag of the scroll bar: ensureWidgetVisible aims at a graphics view's cursor, not its frame)
+            scroll.verticalScrollBar().setValue(plot.mapTo(scroll.widget(), QPoint(0, 0)).y())
+            settle()
+            shown = QRect(plot.mapTo(scroll.viewport(), QPoint(0, 0)), plot.size())
+            assert scroll.viewport().rect().contains(shown)
+        assert scroll.horizontalScrollBar().maximum() == 0  # no sideways scrolling in the dock
+        legend, hist = plots._legend_scroll.geometry(), plots.hist_plot.geometry()
+        assert not legend.intersects(hist)  # the legend sits under (or beside) the histogram, never over it
+    finally:
+        w.shutdown()
+
+
+def test_in_a_scrolling_dock_the_wheel_scrolls_the_plots_and_ctrl_wheel_zooms(qtbot, monkeypatch):
+    from gui_helpers import laptop_window, open_file, settle
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    def wheel(plot, modifiers) -> None:
+        centre = QPointF(plot.viewport().rect().center())
+        event = QWheelEvent(centre, QPointF(plot.viewport().mapToGlobal(centre.toPoint())), QPoint(0, 0),
+                            QPoint(0, -120), Qt.MouseButton.NoButton, modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+        QApplication.sendEvent(plot.viewport(), event)
+        settle()
+
+    w = laptop_window(qtbot, monkeypatch)
+    try:
+        open_file(qtbot, w, WEBDS / "train.taridx")
+        plots = next(p for p in w.panels if p.title == "Plots")
+        with qtbot.waitSignal(plots.computed, timeout=10_000):
+            plots.parent().raise_()
+        settle()
+        bar = plots.plots_scroll.verticalScrollBar()
+        assert bar.maximum() > 0  # a laptop's dock: the plots scroll
+        x_range = plots.hist_plot.getPlotItem().vb.viewRange()[0]
+        wheel(plots.hist_plot, Qt.KeyboardModifier.NoModifier)
+        assert bar.value() > 0  # scrolled down, over the histogram
+        assert plots.hist_plot.getPlotItem().vb.viewRange()[0] == x_range  # not zoomed
+        scrolled = bar.value()
+        wheel(plots.hist_plot, Qt.KeyboardModifier.ControlModifier)
+        assert bar.value() == scrolled
+        assert plots.hist_plot.getPlotItem().vb.viewRange()[0] != x_range  # zoomed in x
+    finally:
+        w.shutdown()

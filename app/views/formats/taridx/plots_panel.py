@@ -12,8 +12,18 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.views.formats.taridx.plots_controls import RowPicker, select_rows
 from app.views.panels import FormatPanel
@@ -123,6 +133,10 @@ class ShardAxis(pg.AxisItem):
 
 
 NARROW_WIDTH = 560  # below this the plots stack (a laptop's dock is ~360 px)
+# Shortest a plot gets: its title, axis and tick labels and a readable band of bars. Past that the plots
+# scroll (a laptop's dock is ~600 px tall; three plots squeezed into it were 70 px each).
+HIST_MIN_HEIGHT = 240
+SHARD_MIN_HEIGHT = 170
 QWIDGETSIZE_MAX = 16777215
 
 
@@ -188,12 +202,22 @@ class PlotsPanel(FormatPanel):
         hist_layout.setContentsMargins(0, 0, 0, 0)
         hist_layout.addWidget(self.hist_plot, 1)
         hist_layout.addWidget(legend_scroll)
+        self.hist_plot.setMinimumHeight(HIST_MIN_HEIGHT)
+        self._bottom.setChildrenCollapsible(False)
         split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
         split.addWidget(hist_box)
         split.addWidget(self._bottom)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        self._layout.addWidget(split, 1)
+        # the plots keep their minimum heights and scroll when the dock is shorter than that
+        self.plots_scroll = QScrollArea()
+        self.plots_scroll.setWidget(split)
+        self.plots_scroll.setWidgetResizable(True)
+        self.plots_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.plots_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._layout.addWidget(self.plots_scroll, 1)
+        self._wheel_scrolls_panel(self.hist_plot)
         self._fit_width()
         self._set_log_counts(self.log_counts.isChecked())
         QTimer.singleShot(0, self, self._build_shard_plots)
@@ -203,15 +227,19 @@ class PlotsPanel(FormatPanel):
             self.rows_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom")})
             self.rows_plot.setTitle("Rows per shard")
             self.rows_plot.setLabel("bottom", "shard (fid)")
+            self.rows_plot.setMinimumHeight(SHARD_MIN_HEIGHT)
             self._style(self.rows_plot)
             self._bottom.addWidget(self.rows_plot)
+            self._wheel_scrolls_panel(self.rows_plot)
             QTimer.singleShot(0, self, self._build_shard_plots)
             return
         self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
         self.bytes_plot.setTitle("Payload bytes per shard")
         self.bytes_plot.setLabel("bottom", "shard (fid)")
+        self.bytes_plot.setMinimumHeight(SHARD_MIN_HEIGHT)
         self._style(self.bytes_plot)
         self._bottom.addWidget(self.bytes_plot)
+        self._wheel_scrolls_panel(self.bytes_plot)
         if self._pending is not None:  # the counts came first
             stats, self._pending = self._pending, None
             self._show_stats(stats)
@@ -219,6 +247,19 @@ class PlotsPanel(FormatPanel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_width()
+
+    def _wheel_scrolls_panel(self, plot: pg.PlotWidget) -> None:
+        plot.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # when the plots scroll, the wheel scrolls them (a plot under the mouse would otherwise trap it);
+        # Ctrl+wheel zooms the plot, as it zooms the gallery
+        if event.type() == QEvent.Type.Wheel and not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            bar = self.plots_scroll.verticalScrollBar()
+            if bar.maximum() > 0:
+                QApplication.sendEvent(bar, event)
+                return True
+        return super().eventFilter(watched, event)
 
     def _fit_width(self) -> None:
         """In a narrow dock (a laptop) the legend goes under the histogram and the shard plots one above the
