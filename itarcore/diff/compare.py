@@ -67,6 +67,7 @@ class IndexDiff:
     keep: int
     unresolved_hashes: int = 0
     warnings: list[str] = field(default_factory=list)
+    storage_options: dict | None = field(default=None, repr=False)  # to reopen URLs (may hold secrets)
 
     @property
     def n_differences(self) -> int:
@@ -241,9 +242,12 @@ def _name_kept(kept: np.ndarray, readers: tuple[StemReader, StemReader],
 
 def diff_indexes(old_path: str | os.PathLike[str], new_path: str | os.PathLike[str], *, keep: int = 1000,
                  memory_budget: int = DEFAULT_MEMORY_BUDGET, chunk: int = CHUNK_ROWS,
-                 progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> IndexDiff:
-    """Compare the samples of two TARIDX indexes (shards are looked for beside each index, for stem names)."""
-    with Dataset.open(old_path) as old_ds, Dataset.open(new_path) as new_ds:
+                 progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+                 storage_options: dict | None = None) -> IndexDiff:
+    """Compare the samples of two TARIDX indexes (paths or URLs; shards are looked for beside each index,
+    for stem names; ``storage_options`` go to fsspec for every URL)."""
+    with Dataset.open(old_path, storage_options=storage_options) as old_ds, \
+            Dataset.open(new_path, storage_options=storage_options) as new_ds:
         old_ix, new_ix = old_ds.index, new_ds.index
         sizes = [ix.header.n_stems if ix.contiguous else ix.n_rows for ix in (old_ix, new_ix)]
         ranges = key_ranges(sum(sizes), memory_budget)
@@ -295,4 +299,4 @@ def diff_indexes(old_path: str | os.PathLike[str], new_path: str | os.PathLike[s
         shard_side_names=tuple([names[s] for s in order.tolist()] for names in labels.side_names),
         shard_counts={c: a[: len(order)][order].copy() for c, a in acc.counts.items()},
         totals=acc.totals, samples=kept, stems=stems, keep=acc.keep, unresolved_hashes=acc.unresolved,
-        warnings=warnings)
+        warnings=warnings, storage_options=storage_options)

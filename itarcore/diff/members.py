@@ -74,7 +74,9 @@ def _by_extension(index: TaridxIndex, rows: np.ndarray) -> dict[str, list[int]]:
 
 def member_sizes(diff: IndexDiff, positions: Sequence[int]) -> list[list[MemberSizes]]:
     """Every member of each kept sample, old size beside new size (extensions sorted)."""
-    with read_taridx(diff.old.path, check_rows=False) as old, read_taridx(diff.new.path, check_rows=False) as new:
+    options = diff.storage_options
+    with read_taridx(diff.old.path, check_rows=False, storage_options=options) as old, \
+            read_taridx(diff.new.path, check_rows=False, storage_options=options) as new:
         old_rows, new_rows = kept_rows(old, diff, positions, "old"), kept_rows(new, diff, positions, "new")
         out = []
         for o_rows, n_rows in zip(old_rows, new_rows):

@@ -213,3 +213,28 @@ def test_audit_panel_checks_a_remote_fold_with_the_options_it_was_opened_with(qt
     assert panel.report is not None and panel.report.n_rows == local.n_rows == 738
     assert [(f.kind, f.severity) for f in panel.report.findings] == [(f.kind, f.severity) for f in local.findings]
     assert not panel.rebuild_button.isVisible()
+
+
+def test_compare_a_remote_fold_with_a_local_one(qtbot, window, s3_server, tmp_path):
+    """File → Compare with… on an s3:// index uses the options it was opened with; counts equal the local diff."""
+    import sys
+
+    from app.views.formats.taridx.diff_view import compare_with
+    from itarcore.diff import diff_indexes
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "itarcore"))
+    from diff_fixtures import build_modified_train
+
+    injected = build_modified_train(WEBDS, tmp_path / "new")
+    new = tmp_path / "new" / "train.taridx"
+    url = s3_server.upload(WEBDS) + "/train.taridx"
+    open_url(qtbot, window, url, s3_server.storage_options)
+    view = compare_with(window, str(new))
+    assert view is not None and view.old_path == str(new) and view.new_path == url  # the open index is "new"
+    qtbot.waitUntil(lambda: view.worker is None and view.diff is not None, timeout=60_000)
+    truth = diff_indexes(new, WEBDS / "train.taridx")  # the same two folds, both on disk
+    assert view.diff.totals == truth.totals
+    for column, counts in truth.shard_counts.items():
+        assert view.diff.shard_counts[column].tolist() == counts.tolist(), column
+    assert sorted(s for s in view.diff.stems if s) == sorted(s for s in truth.stems if s)
+    assert injected["size"] in view.diff.stems

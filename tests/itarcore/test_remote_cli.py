@@ -183,3 +183,33 @@ def test_anon_on_http_reads_as_without_it(capsysbinary, http_server, webds: Path
     plain = run(capsysbinary, ["info", f"{url}/val.taridx"])
     assert plain[0] == 0
     assert run(capsysbinary, ["info", f"{url}/val.taridx", "--anon"]) == plain
+
+
+def test_diff_of_two_remote_folds_matches_the_local_diff(capsysbinary, request, webds: Path, tmp_path: Path):
+    """`diff` over URLs (the stems of listed samples read from remote shards) prints what it prints locally."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from diff_fixtures import build_modified_train
+
+    build_modified_train(webds, tmp_path / "new")
+    old_local, new_local = webds / "train.taridx", tmp_path / "new" / "train.taridx"
+    here = run(capsysbinary, ["diff", old_local, new_local, "--json", "--limit", "3"])
+    assert here[0] == 1  # the fixture's injected changes are differences
+    for kind in ("s3", "http"):
+        if kind == "s3":
+            server = request.getfixturevalue("s3_server")
+            old_url, new_url = server.upload(webds), server.upload(tmp_path / "new")
+            extra = s3_args(server.storage_options)
+        else:
+            server = request.getfixturevalue("http_server")
+            old_url, new_url = server.serve(webds), server.serve(tmp_path / "new")
+            extra = []
+        there = run(capsysbinary, ["diff", f"{old_url}/train.taridx", f"{new_url}/train.taridx",
+                                   "--json", "--limit", "3", *extra])
+        assert there[0] == here[0], there[2]
+        local, remote = json.loads(here[1]), json.loads(there[1])
+        for side, url in (("old", f"{old_url}/train.taridx"), ("new", f"{new_url}/train.taridx")):
+            assert remote[side].pop("path") == url
+            local[side].pop("path")
+        assert remote == local

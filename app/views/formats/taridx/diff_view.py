@@ -33,6 +33,7 @@ from app.workers import JobWorker
 from itarcore.diff import KIND_NAMES, IndexDiff, MemberSizes, diff_indexes, kept_rows, member_sizes
 from itarcore.document import Document
 from itarcore.formats.taridx import read_taridx
+from itarcore.storage import is_url
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
@@ -60,10 +61,12 @@ class DiffView(JobPanel):
     job_title = "Compare indexes"
     failed_text = "The comparison could not run: see the message."
 
-    def __init__(self, document: Document, other: str, parent: QWidget | None = None) -> None:
+    def __init__(self, document: Document, other: str, parent: QWidget | None = None,
+                 storage_options: dict | None = None) -> None:
         super().__init__(document, parent)
-        self.open_path = os.path.abspath(os.fspath(document.path))
-        self.other_path = os.path.abspath(other)
+        self.open_path = _as_location(document.path)
+        self.other_path = _as_location(other)
+        self.storage_options = storage_options  # the open URL's fsspec options (this session's only)
         self.open_is_new = True
         self.diff: IndexDiff | None = None
         self._pending_sample: int | None = None
@@ -159,7 +162,8 @@ class DiffView(JobPanel):
         self.warnings.setVisible(False)
         self.progress.setRange(0, 0)
         self.summary.setText("Comparing…")
-        self._run(JobWorker(diff_indexes, self.old_path, self.new_path, keep=KEEP_PER_KIND), self._on_diff)
+        self._run(JobWorker(diff_indexes, self.old_path, self.new_path, keep=KEEP_PER_KIND,
+                            storage_options=self.storage_options), self._on_diff)
 
     def swap(self) -> None:
         if self.worker is not None:
@@ -247,9 +251,15 @@ def _sample_lookup(diff: IndexDiff, pos: int, open_path: str, side: str) -> tupl
     """(rows of kept sample ``pos`` in the open index, its members old beside new)."""
     rows = np.zeros(0, np.int64)
     if diff.samples[pos][f"{side}_row"] >= 0:
-        with read_taridx(open_path, check_rows=False) as index:
+        with read_taridx(open_path, check_rows=False, storage_options=diff.storage_options) as index:
             rows = kept_rows(index, diff, [pos], side)[0]
     return rows, member_sizes(diff, [pos])[0]
+
+
+def _as_location(path: str | os.PathLike[str]) -> str:
+    """A URL as it is, a local path made absolute."""
+    text = os.fspath(path)
+    return text if is_url(text) else os.path.abspath(text)
 
 
 def compare_with(window: MainWindow, other: str | None = None) -> DiffView | None:
@@ -259,12 +269,12 @@ def compare_with(window: MainWindow, other: str | None = None) -> DiffView | Non
         window.status.show_message("Open a TARIDX index first, then compare it with another one")
         return None
     if other is None:
-        start = os.path.dirname(window.path)
+        start = "" if is_url(window.path) else os.path.dirname(window.path)
         other, _ = QFileDialog.getOpenFileName(window, "Compare with index", start,
                                                "TARIDX indexes (*.taridx);;All files (*)")
         if not other:
             return None
-    view = DiffView(doc, other, window)
+    view = DiffView(doc, other, window, storage_options=window.remote.options_for(window.path))
     dock = window.add_panel(view)
     dock.show()
     QTimer.singleShot(0, dock.raise_)  # a just-tabified dock comes forward once the tab bar exists
