@@ -31,7 +31,7 @@ import numpy as np
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import NEEDLE, ROW_DT, Heartbeat, drop_from_page_cache, write_index
+from synthetic import NEEDLE, ROW_DT, Heartbeat, drop_from_page_cache, wait_for, write_index
 
 
 def rss_mb() -> float:
@@ -40,15 +40,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def wait(app, cond, timeout: float = 300.0) -> None:
-    end = time.perf_counter() + timeout
-    while not cond():
-        app.processEvents()
-        if time.perf_counter() > end:
-            raise TimeoutError("benchmark step timed out")
-        time.sleep(0.001)
 
 
 def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
@@ -65,10 +56,10 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     w.documentOpened.connect(opened.append)
     t0 = time.perf_counter()
     w.open_path(str(path))
-    wait(app, lambda: bool(opened))
+    wait_for(app, lambda: bool(opened))
     tab = w.tabs_by_name["rows"]
     tab.grid.view.viewport().repaint()
-    wait(app, lambda: not tab.model.fetching)  # the stems of the first screen (no shards: the crash table)
+    wait_for(app, lambda: not tab.model.fetching)  # the stems of the first screen (no shards: the crash table)
     out["open → first paint (cold)"] = f"{(time.perf_counter() - t0) * 1000:.0f} ms"
     out["RSS growth"] = f"{rss_mb() - rss0:.0f} MB"
 
@@ -98,10 +89,10 @@ def bench_index(app, path: Path, n_rows: int) -> dict[str, str]:
     meter.start()
     t = time.perf_counter()
     tab.sort_by("Size")
-    wait(app, lambda: tab.counting or bool(applied), timeout=600)
+    wait_for(app, lambda: tab.counting or bool(applied), timeout=600)
     tab.grid.view.viewport().repaint()
     first_s = time.perf_counter() - t
-    wait(app, lambda: bool(applied), timeout=600)
+    wait_for(app, lambda: bool(applied), timeout=600)
     sort_s = time.perf_counter() - t
     stall = meter.stop()
     sizes = tab.table.column("Size").values
@@ -156,7 +147,7 @@ def bench_preview(app) -> str:
         ready.clear()
         t = time.perf_counter()
         preview.show_payload(Payload(data, "jpg", "noise.jpg"))
-        wait(app, lambda: bool(ready))
+        wait_for(app, lambda: bool(ready))
         preview.repaint()
         times.append(time.perf_counter() - t)
     preview.shutdown()

@@ -18,26 +18,16 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import Heartbeat, write_index
+from synthetic import Heartbeat, wait_for, write_index
 
 TARGET_MS = 50
 ROUNDS = 3
-
-
-def wait(app, cond: Callable[[], bool], timeout: float = 600.0) -> None:
-    end = time.perf_counter() + timeout
-    while not cond():
-        app.processEvents()
-        if time.perf_counter() > end:
-            raise TimeoutError("benchmark step timed out")
-        time.sleep(0.001)
 
 
 def best_of(app, step: Callable[[], None], reset: Callable[[], None] | None = None) -> Heartbeat:
@@ -61,7 +51,7 @@ def open_window(app, path: Path):
     opened: list[str] = []
     w.documentOpened.connect(opened.append)
     w.open_path(str(path))
-    wait(app, lambda: bool(opened))
+    wait_for(app, lambda: bool(opened))
     return w
 
 
@@ -77,7 +67,7 @@ def grid_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
         def show(tab=tab) -> None:
             w.tabs.setCurrentWidget(tab)
             tab.grid.view.viewport().repaint()  # the first paint asks for the lazy columns
-            wait(app, lambda: not tab.model.fetching)
+            wait_for(app, lambda: not tab.model.fetching)
 
         out[f"{n_rows:,} rows: show the {name} tab"] = best_of(app, show, lambda: w.tabs.setCurrentWidget(rows))
     applied: list[int] = []
@@ -86,13 +76,13 @@ def grid_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
     def sort() -> None:
         applied.clear()
         rows.sort_by("Size")
-        wait(app, lambda: bool(applied))
+        wait_for(app, lambda: bool(applied))
         rows.grid.view.viewport().repaint()
 
     def unsort() -> None:
         applied.clear()
         rows.clear_sort()
-        wait(app, lambda: bool(applied))
+        wait_for(app, lambda: bool(applied))
 
     out[f"{n_rows:,} rows: sort by size, first screen to full order"] = best_of(app, sort, unsort)
     w.shutdown()
@@ -108,14 +98,14 @@ def panel_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
         beats = []
         for _ in range(ROUNDS):  # a fresh window each round, opened before the clock: the pass runs again
             w = open_window(app, path)
-            wait(app, lambda w=w: not w.tabs_by_name["rows"].model.fetching)
+            wait_for(app, lambda w=w: not w.tabs_by_name["rows"].model.fetching)
             panel = next(p for p in w.panels if p.title == title)
             done: list[int] = []
             getattr(panel, ready).connect(lambda done=done: done.append(1))
             with Heartbeat(5) as beat:
                 panel.parent().show()
                 panel.parent().raise_()
-                wait(app, lambda done=done: bool(done))
+                wait_for(app, lambda done=done: bool(done))
                 app.processEvents()
             beats.append(beat)
             w.shutdown()
@@ -166,7 +156,7 @@ def gallery_steps(app, folder: Path, samples: int) -> dict[str, Heartbeat]:
     gallery = next(p for p in w.panels if p.title == "Gallery")
     gallery.parent().show()
     gallery.parent().raise_()
-    wait(app, lambda: gallery.n_items() == samples)
+    wait_for(app, lambda: gallery.n_items() == samples)
     bar = gallery.grid.verticalScrollBar()
 
     def loaded() -> bool:
@@ -178,9 +168,9 @@ def gallery_steps(app, folder: Path, samples: int) -> dict[str, Heartbeat]:
     def resize_and_scroll() -> None:  # each round a new thumbnail size: nothing of it is in memory yet
         gallery.size_slider.setValue(next(sizes))
         for _ in range(2):
-            wait(app, loaded)
+            wait_for(app, loaded)
             bar.setValue(bar.value() + bar.pageStep())
-        wait(app, loaded)
+        wait_for(app, loaded)
 
     out = {f"gallery: {samples} JPEGs, new size and two pages": best_of(app, resize_and_scroll)}
     w.shutdown()

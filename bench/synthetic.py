@@ -78,6 +78,16 @@ def drop_from_page_cache(*paths: Path) -> None:
             os.close(fd)
 
 
+def wait_for(app, cond, timeout: float = 300.0) -> None:
+    """Run the Qt event loop until ``cond()`` holds (a benchmark step that never ends fails after ``timeout``)."""
+    end = time.perf_counter() + timeout
+    while not cond():
+        app.processEvents()
+        if time.perf_counter() > end:
+            raise TimeoutError("benchmark step timed out")
+        time.sleep(0.001)
+
+
 class Heartbeat:
     """A timer on the GUI thread; each gap between two ticks is a time the event loop did not run.
 
