@@ -138,6 +138,10 @@ NARROW_WIDTH = 560  # below this the plots stack (a laptop's dock is ~360 px)
 HIST_MIN_HEIGHT = 240
 SHARD_MIN_HEIGHT = 170
 QWIDGETSIZE_MAX = 16777215
+# Each plot is built in its own turn of the event loop. A 0 ms single shot is a posted event, and Qt
+# delivers every posted event before it looks at input and timers again, so the steps would run back to
+# back; a 1 ms timer lets input, paints and timers in between.
+NEXT_TURN_MS = 1
 
 
 class PlotsPanel(FormatPanel):
@@ -220,7 +224,7 @@ class PlotsPanel(FormatPanel):
         self._wheel_scrolls_panel(self.hist_plot)
         self._fit_width()
         self._set_log_counts(self.log_counts.isChecked())
-        QTimer.singleShot(0, self, self._build_shard_plots)
+        QTimer.singleShot(NEXT_TURN_MS, self, self._build_shard_plots)
 
     def _build_shard_plots(self) -> None:
         if self.rows_plot is None:
@@ -231,7 +235,7 @@ class PlotsPanel(FormatPanel):
             self._style(self.rows_plot)
             self._bottom.addWidget(self.rows_plot)
             self._wheel_scrolls_panel(self.rows_plot)
-            QTimer.singleShot(0, self, self._build_shard_plots)
+            QTimer.singleShot(NEXT_TURN_MS, self, self._build_shard_plots)
             return
         self.bytes_plot = pg.PlotWidget(axisItems={"bottom": ShardAxis("bottom"), "left": ByteCountAxis("left")})
         self.bytes_plot.setTitle("Payload bytes per shard")
@@ -240,7 +244,7 @@ class PlotsPanel(FormatPanel):
         self._style(self.bytes_plot)
         self._bottom.addWidget(self.bytes_plot)
         self._wheel_scrolls_panel(self.bytes_plot)
-        if self._pending is not None:  # the counts came first
+        if self._pending is not None:  # the counts came first: drawn in the next turns
             stats, self._pending = self._pending, None
             self._show_stats(stats)
 
@@ -347,7 +351,18 @@ class PlotsPanel(FormatPanel):
             self._pending = stats
             return
         self.stats = stats
+        QTimer.singleShot(NEXT_TURN_MS, self, lambda: self._draw_histogram_turn(stats))
+
+    def _draw_histogram_turn(self, stats: FoldStats) -> None:
+        if self._closed or stats is not self.stats:
+            return
         self._draw_histogram(stats)
+        QTimer.singleShot(NEXT_TURN_MS, self, lambda: self._finish_stats(stats))
+
+    def _finish_stats(self, stats: FoldStats) -> None:
+        """The shard plots and the picker, a turn after the histogram (each plot's first draw is 10-30 ms)."""
+        if self._closed or stats is not self.stats:
+            return
         self._draw_shards(stats)
         self.picker.set_stats(stats.size_hist.sum(axis=0), stats.rows_per_shard,
                               [self.dataset.shard_name(i) for i in range(len(stats.rows_per_shard))])
