@@ -7,12 +7,17 @@ Two generated folds are put on two stores on 127.0.0.1, both served from this pr
 
   * ``s3``: moto's S3 server (the tests' ``S3Server``)
   * ``http``: the tests' HTTP range server (``RangeHTTPServer``: a ranged GET reads only its range)
+  * ``http-30ms``: the same server waiting 30 ms before each body, as a store's first byte does
+    (requests still run side by side): the latency-bound case, where a walk that needs one
+    round trip per large member is slowest
 
 and each fold on each store is indexed, side by side in one run, repeated (median
 reported), each run in a fresh child process (so its peak RSS is its own):
 
   * ``itarcore remote``: ``index_folds(URL, remote=…)``: ranged reads of 16 MiB blocks, large
-    payloads jumped over (the default read plan), ``--jobs`` shards at a time
+    payloads jumped over (the default read plan), ``--jobs`` shards at a time; again with 8 MiB
+    blocks, and with one shard at a time (``--jobs 1``, which was the default for URLs before
+    remote folds got ``REMOTE_JOBS``)
   * ``fs.get + local index``: fsspec ``fs.get`` of every shard whole into a temp folder (all shards
     at once: fsspec's own concurrency), then ``index_folds`` on the local copies; warm (the copies
     still in the page cache, as after a download) and cold (dropped with posix_fadvise DONTNEED
@@ -115,7 +120,8 @@ def child(args: argparse.Namespace) -> None:
     fetched = None
     if args.child.startswith("itarcore"):
         plan = ReadPlan(8 << 20) if args.child == "itarcore-8M" else ReadPlan()
-        (result,) = index_folds(args.url, output_dir=out, jobs=args.jobs, remote=RemoteOptions(options, plan))
+        jobs = 1 if args.child == "itarcore-1" else args.jobs
+        (result,) = index_folds(args.url, output_dir=out, jobs=jobs, remote=RemoteOptions(options, plan))
         fetched = (result.fetched.bytes_fetched, result.fetched.requests)
         received = _REQUESTS[1]
     else:
@@ -144,6 +150,7 @@ def peak_rss_mb() -> float:
 
 def request_cost_ms(fs, path: str) -> float:
     """Median seconds of a 64 KiB ranged GET of ``path`` on the server, in ms."""
+    fs.cat_file(path, start=0, end=65536)  # the connection and the client are set up first
     times = []
     for _ in range(5):
         started = time.perf_counter()
@@ -162,8 +169,10 @@ def run_child(route: str, url: str, options: dict, jobs: int, scratch: Path) -> 
         return json.loads(done.stdout.splitlines()[-1])
 
 
-STORES = {"s3": "moto S3", "http": "HTTP range server"}
+STORES = {"s3": "moto S3", "http": "HTTP range server", "http-30ms": "HTTP range server, 30 ms a GET"}
+LATENCY = {"http-30ms": 0.030}  # seconds the HTTP server waits before each body: a store's first-byte latency
 ROUTES = {"itarcore": "itarcore remote index", "itarcore-8M": "  the same, --block-size 8M",
+          "itarcore-1": "  the same, --jobs 1",
           "download-warm": "fs.get + local index (warm)", "download-cold": "fs.get + local index (cold)"}
 
 
@@ -249,15 +258,21 @@ def main(argv: list[str] | None = None) -> int:
                 if args.fold and name not in args.fold:
                     continue
                 fold_bytes = write_fold(scratch / name, name, shards, samples, members)
+                served = ""
                 for store in stores:
                     if store == "s3":
                         url, options, fs = s3.upload(scratch / name, prefix=name), s3.storage_options, s3.fs()
                     else:
                         import fsspec
 
-                        url, options, fs = http.serve(scratch / name), {}, fsspec.filesystem("http")
-                    cost = request_cost_ms(fs, url.removeprefix("s3://") + f"/{name}_0000.tar")
+                        served = served or http.serve(scratch / name)  # one copy for every HTTP store
+                        url, options, fs = served, {}, fsspec.filesystem("http")
+                        http.reset()
+                        if store in LATENCY:
+                            http.slow(LATENCY[store])
                     results = measure(url, options, min(args.jobs, shards), repeats, scratch)
+                    cost = request_cost_ms(fs, url.removeprefix("s3://") + f"/{name}_0000.tar")
+                    http.reset()
                     verdicts[name, store] = print_table(name, STORES[store], fold_bytes, shards, results, cost)
                     if store == "s3":
                         fs.rm(url.removeprefix("s3://"), recursive=True)  # moto holds objects in memory
