@@ -102,8 +102,8 @@ def index_fold(shards: Sequence[Shard], output: str | os.PathLike[str], *, fold:
     if if_exists == "stop" and target.exists():
         raise WriteError(f"{target.name}: an index already exists (choose replace or backup)")
     started = time.perf_counter()
-    build = build_fold(shard_list, force_contiguous=contiguous, jobs=default_jobs(jobs, shard_list), executor=executor, cache=cache,
-                       progress=progress, cancel=cancel, remote=remote)
+    build = build_fold(shard_list, force_contiguous=contiguous, jobs=default_jobs(jobs, shard_list), executor=executor,
+                       cache=cache, progress=progress, cancel=cancel, remote=remote)
     built = build.index
     if cancel is not None:
         cancel.raise_if_cancelled()
