@@ -1,33 +1,43 @@
-"""Benchmark: indexing a fold on an S3 server (loopback moto) against downloading it and indexing locally.
+"""Benchmark: indexing a fold in a store (loopback S3 and HTTP) against downloading it and indexing locally.
 
-Two generated folds are uploaded to moto's S3 server on 127.0.0.1 (in this process):
+Two generated folds are put on two stores on 127.0.0.1, both served from this process:
 
   * ``images``: small members (~5 KB .jpg, a .cls and a .json per sample), like image shards
   * ``videos``: a few large members (tens of MB .mp4, with a small .json) holding nearly all the bytes
 
-and each is indexed, side by side in one run, repeated (median reported), each run in a
-fresh child process (so its peak RSS is its own):
+  * ``s3``: moto's S3 server (the tests' ``S3Server``)
+  * ``http``: the tests' HTTP range server (``RangeHTTPServer``: a ranged GET reads only its range)
+  * ``http-30ms``: the same server waiting 30 ms before each body, as a store's first byte does
+    (requests still run side by side): the latency-bound case, where a walk that needs one
+    round trip per large member is slowest
 
-  * ``itarcore remote``: ``index_folds("s3://…", remote=…)``: ranged reads of 16 MiB blocks, large
-    payloads jumped over (the default read plan), ``--jobs`` shards at a time
-  * ``fs.get + local index``: s3fs ``fs.get`` of every shard whole into a temp folder (concurrent), then
-    ``index_folds`` on the local copies; warm (the copies still in the page cache, as after a download)
-    and cold (dropped with posix_fadvise DONTNEED before the local index)
+and each fold on each store is indexed, side by side in one run, repeated (median
+reported), each run in a fresh child process (so its peak RSS is its own):
 
-Bytes fetched and requests are counted at the HTTP layer (every request aiobotocore sends, in
-both routes) and, for itarcore, also from its own statistics. The indexes of both routes
-must be byte-identical. The server keeps the objects itself (moto: memory and spooled
-temporary files), so cold/warm applies to the local copies only.
+  * ``itarcore remote``: ``index_folds(URL, remote=…)``: ranged reads of 16 MiB blocks, large
+    payloads jumped over (the default read plan), ``--jobs`` shards at a time; again with 8 MiB
+    blocks, and with one shard at a time (``--jobs 1``, which was the default for URLs before
+    remote folds got ``REMOTE_JOBS``)
+  * ``fs.get + local index``: fsspec ``fs.get`` of every shard whole into a temp folder (all shards
+    at once: fsspec's own concurrency), then ``index_folds`` on the local copies; warm (the copies
+    still in the page cache, as after a download) and cold (dropped with posix_fadvise DONTNEED
+    before the local index)
 
-moto builds the whole object's response for every GET and then cuts the range out, so a
-ranged GET costs time in proportion to the object's size (S3's does not): the bench prints
-that cost, measured in the same run, beside the table. It weighs on itarcore's route,
-which makes one request per block or per large member, far more than on ``fs.get``.
+Bytes fetched and requests are counted at the HTTP layer (every request aiohttp sends, in
+both routes, on both stores) and, for itarcore, also from its own statistics. The indexes
+of every route must be byte-identical. The servers keep the objects themselves, so
+cold/warm applies to the local copies only.
+
+moto builds the whole object's response for every GET and then cuts the range out (under
+a per-object lock, one request at a time), so a ranged GET costs time in proportion to the
+object's size (S3's does not): the bench prints that cost, measured in the same run, beside
+each table, and what itarcore's requests cost at that price one after another (the floor
+of its route on that server). The HTTP server's ranged GET costs its range only.
 
 Targets (issue 12): on ``images`` itarcore no slower than download-then-index; on ``videos``
 fetch under a quarter of the fold's bytes and finish at least 3x faster.
 
-    python bench/bench_remote.py            # ~250 MB of images, ~360 MB of videos
+    python bench/bench_remote.py            # ~250 MB of images, ~360 MB of videos, on both stores
     python bench/bench_remote.py --quick    # small, for a smoke run
 """
 from __future__ import annotations
@@ -37,6 +47,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,9 +59,9 @@ from pathlib import Path
 import numpy as np
 from synthetic import drop_from_page_cache
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"  # the loopback S3 server of the tests
+TESTS = Path(__file__).resolve().parents[1] / "tests"  # the loopback servers of the tests
 ZERO = bytes(512)
-_REQUESTS = [0, 0]  # requests sent, bytes of ranged (206) responses (HTTP layer, every s3fs client in the process)
+_REQUESTS = [0, 0]  # requests sent, bytes of ranged (206) responses (HTTP layer, every client in the process)
 
 
 def _header(name: str, size: int) -> bytes:
@@ -81,18 +92,19 @@ def write_fold(folder: Path, fold: str, shards: int, samples: int, members: list
 
 
 def _count_http_requests() -> None:
-    import aiobotocore.httpsession as http
+    """Count every request aiohttp sends (s3fs goes through aiobotocore, fsspec's HTTP through aiohttp)."""
+    import aiohttp
 
-    send = http.AIOHTTPSession.send
+    request = aiohttp.ClientSession._request
 
-    async def counting(self, request):
+    async def counting(self, *args, **kwargs):
         _REQUESTS[0] += 1
-        response = await send(self, request)
-        if response.status_code == 206:  # a whole-object GET may be dropped unread: only ranged bodies are counted
+        response = await request(self, *args, **kwargs)
+        if response.status == 206:  # a whole-object GET may be dropped unread: only ranged bodies are counted
             _REQUESTS[1] += int(response.headers.get("content-length") or 0)
         return response
 
-    http.AIOHTTPSession.send = counting
+    aiohttp.ClientSession._request = counting
 
 
 def child(args: argparse.Namespace) -> None:
@@ -108,20 +120,22 @@ def child(args: argparse.Namespace) -> None:
     fetched = None
     if args.child.startswith("itarcore"):
         plan = ReadPlan(8 << 20) if args.child == "itarcore-8M" else ReadPlan()
-        (result,) = index_folds(args.url, output_dir=out, jobs=args.jobs, remote=RemoteOptions(options, plan))
+        jobs = 1 if args.child == "itarcore-1" else args.jobs
+        (result,) = index_folds(args.url, output_dir=out, jobs=jobs, remote=RemoteOptions(options, plan))
         fetched = (result.fetched.bytes_fetched, result.fetched.requests)
         received = _REQUESTS[1]
     else:
-        import s3fs
+        from fsspec.core import url_to_fs
 
-        fs = s3fs.S3FileSystem(**options)
+        fs, folder = url_to_fs(args.url, **options)
         local = out / "shards"
         local.mkdir()
-        fs.get(args.url.removeprefix("s3://") + "/", str(local) + "/", recursive=True)
+        shards = sorted(p for p in fs.ls(folder, detail=False) if p.endswith(".tar"))
+        fs.get(shards, [str(local / p.rsplit("/", 1)[1]) for p in shards])  # every shard at once
         if args.child == "download-cold":
             drop_from_page_cache(*local.iterdir())
         (result,) = index_folds(local, output_dir=out, jobs=args.jobs)
-        received = result.total_bytes  # every shard, whole (s3fs splits big files into ranged parts)
+        received = result.total_bytes  # every shard, whole (fsspec may split big files into ranged parts)
     seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, "requests": _REQUESTS[0], "bytes": received, "itarcore": fetched,
                       "rss_mb": peak_rss_mb(),
@@ -136,6 +150,7 @@ def peak_rss_mb() -> float:
 
 def request_cost_ms(fs, path: str) -> float:
     """Median seconds of a 64 KiB ranged GET of ``path`` on the server, in ms."""
+    fs.cat_file(path, start=0, end=65536)  # the connection and the client are set up first
     times = []
     for _ in range(5):
         started = time.perf_counter()
@@ -154,7 +169,10 @@ def run_child(route: str, url: str, options: dict, jobs: int, scratch: Path) -> 
         return json.loads(done.stdout.splitlines()[-1])
 
 
+STORES = {"s3": "moto S3", "http": "HTTP range server", "http-30ms": "HTTP range server, 30 ms a GET"}
+LATENCY = {"http-30ms": 0.030}  # seconds the HTTP server waits before each body: a store's first-byte latency
 ROUTES = {"itarcore": "itarcore remote index", "itarcore-8M": "  the same, --block-size 8M",
+          "itarcore-1": "  the same, --jobs 1",
           "download-warm": "fs.get + local index (warm)", "download-cold": "fs.get + local index (cold)"}
 
 
@@ -173,8 +191,9 @@ def measure(url: str, options: dict, jobs: int, repeats: int, scratch: Path) -> 
     return out
 
 
-def print_table(name: str, fold_bytes: int, shards: int, results: dict[str, dict]) -> dict[str, float]:
-    print(f"\n{name}: {shards} shards, {fold_bytes / 1e6:,.1f} MB, {results['itarcore']['rows']:,} members")
+def print_table(name: str, store: str, fold_bytes: int, shards: int, results: dict[str, dict],
+                cost_ms: float) -> dict[str, float]:
+    print(f"\n{name} on {store}: {shards} shards, {fold_bytes / 1e6:,.1f} MB, {results['itarcore']['rows']:,} members")
     print(f"  {'route':<30} {'seconds':>8} {'MB/s':>8} {'fetched MB':>11} {'of fold':>8} {'requests':>9} "
           f"{'peak RSS MB':>12}")
     for route, label in ROUTES.items():
@@ -184,9 +203,20 @@ def print_table(name: str, fold_bytes: int, shards: int, results: dict[str, dict
     own = results["itarcore"]["itarcore"]
     print(f"  (itarcore's own count: {own[0] / 1e6:,.1f} MB in {own[1]:,} ranged reads; the index is "
           "byte-identical in every route)")
+    print(f"  server cost of one 64 KiB ranged GET of a {fold_bytes / shards / 1e6:.0f} MB shard: {cost_ms:.1f} ms; "
+          f"itarcore's {own[1]:,} reads one after another: {own[1] * cost_ms / 1000:.2f} s")
     ref = min(results["download-warm"]["seconds"], results["download-cold"]["seconds"])
     return {"speedup": ref / results["itarcore"]["seconds"], "fraction": results["itarcore"]["bytes"] / fold_bytes,
             "speedup_8M": ref / results["itarcore-8M"]["seconds"]}
+
+
+def verdict_lines(name: str, v: dict[str, float]) -> str:
+    if name == "images":
+        return (f"no slower than download-then-index: {v['speedup']:.2f}x "
+                f"({'met' if v['speedup'] >= 1 else 'NOT met'}; with --block-size 8M: {v['speedup_8M']:.2f}x)")
+    return (f"fetch < 1/4 of the fold: {v['fraction']:.1%} ({'met' if v['fraction'] < 0.25 else 'NOT met'}); "
+            f">= 3x faster: {v['speedup']:.2f}x ({'met' if v['speedup'] >= 3 else 'NOT met'}; "
+            f"with --block-size 8M: {v['speedup_8M']:.2f}x)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=4, help="shards at a time (itarcore threads; fs.get is concurrent)")
     ap.add_argument("--fold", action="append", choices=["images", "videos"], help="only this fold (repeatable)")
+    ap.add_argument("--store", action="append", choices=list(STORES), help="only this store (repeatable)")
     ap.add_argument("--child", choices=list(ROUTES), help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -205,49 +236,58 @@ def main(argv: list[str] | None = None) -> int:
     import itarcore  # noqa: F401 - first: tests/itarcore (a folder of tests) must not shadow the package
 
     sys.path.append(str(TESTS))
-    from remote_servers import S3Server
+    from remote_servers import RangeHTTPServer, S3Server
 
     repeats = 1 if args.quick else args.repeats
     scale = 8 if args.quick else 1
+    folds = {
+        "images": (4, 12_000 // scale, [("jpg", 4_000, 6_000), ("cls", 1, 3), ("json", 40, 80)]),
+        "videos": (4, 3, [("json", 200, 400), ("mp4", (24 << 20) // scale, (36 << 20) // scale)]),
+    }
+    stores = [s for s in STORES if not args.store or s in args.store]
     with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
         scratch = Path(tmp)
-        folds = {
-            "images": (4, 12_000 // scale, [("jpg", 4_000, 6_000), ("cls", 1, 3), ("json", 40, 80)]),
-            "videos": (4, 3, [("json", 200, 400), ("mp4", (24 << 20) // scale, (36 << 20) // scale)]),
-        }
+        (scratch / "http-root").mkdir()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
-        server = S3Server()
+        s3, http = S3Server(), RangeHTTPServer(scratch / "http-root")
         try:
-            verdicts = {}
-            print(f"bench_remote: loopback moto S3, {repeats} repeat(s), jobs {args.jobs}, "
-                  f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            verdicts: dict[tuple[str, str], dict[str, float]] = {}
+            print(f"bench_remote: loopback {' and '.join(STORES[s] for s in stores)}, {repeats} repeat(s), "
+                  f"jobs {args.jobs}, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             for name, (shards, samples, members) in folds.items():
                 if args.fold and name not in args.fold:
                     continue
                 fold_bytes = write_fold(scratch / name, name, shards, samples, members)
-                url = server.upload(scratch / name, prefix=name)
-                results = measure(url, server.storage_options, min(args.jobs, shards), repeats, scratch)
-                verdicts[name] = print_table(name, fold_bytes, shards, results)
-                fs = server.fs()
-                fs.pipe_file(f"{server.bucket}/one-mib", bytes(1 << 20))
-                print(f"  server cost of one 64 KiB ranged GET: {request_cost_ms(fs, url[5:] + f'/{name}_0000.tar'):.0f}"
-                      f" ms on a {fold_bytes / shards / 1e6:.0f} MB shard, {request_cost_ms(fs, f'{server.bucket}/one-mib'):.0f}"
-                      " ms on a 1 MiB object")
+                served = ""
+                for store in stores:
+                    if store == "s3":
+                        url, options, fs = s3.upload(scratch / name, prefix=name), s3.storage_options, s3.fs()
+                    else:
+                        import fsspec
+
+                        served = served or http.serve(scratch / name)  # one copy for every HTTP store
+                        url, options, fs = served, {}, fsspec.filesystem("http")
+                        http.reset()
+                        if store in LATENCY:
+                            http.slow(LATENCY[store])
+                    results = measure(url, options, min(args.jobs, shards), repeats, scratch)
+                    cost = request_cost_ms(fs, url.removeprefix("s3://") + f"/{name}_0000.tar")
+                    http.reset()
+                    verdicts[name, store] = print_table(name, STORES[store], fold_bytes, shards, results, cost)
+                    if store == "s3":
+                        fs.rm(url.removeprefix("s3://"), recursive=True)  # moto holds objects in memory
+                    print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
                 for p in (scratch / name).iterdir():
                     p.unlink()
+                shutil.rmtree(scratch / "http-root")
+                (scratch / "http-root").mkdir()
         finally:
-            server.stop()
+            http.stop()
+            s3.stop()
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("targets (issue 12):")
-    if "images" in verdicts:
-        images = verdicts["images"]
-        print(f"  images: itarcore no slower than download-then-index: {images['speedup']:.2f}x "
-              f"({'met' if images['speedup'] >= 1 else 'NOT met'}; with --block-size 8M: {images['speedup_8M']:.2f}x)")
-    if "videos" in verdicts:
-        videos = verdicts["videos"]
-        print(f"  videos: fetch < 1/4 of the fold: {videos['fraction']:.1%} "
-              f"({'met' if videos['fraction'] < 0.25 else 'NOT met'}); >= 3x faster: {videos['speedup']:.2f}x "
-              f"({'met' if videos['speedup'] >= 3 else 'NOT met'}; with --block-size 8M: {videos['speedup_8M']:.2f}x)")
+    for (name, store), v in verdicts.items():
+        print(f"  {name} on {store}: {verdict_lines(name, v)}")
     return 0
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
+from ..formats.read_plan import REMOTE_JOBS
 from ..formats.taridx_header import read_taridx_summary
 from .read_plan import add_read_plan
 from .remote import add_storage_options, shown, storage_options
@@ -215,7 +216,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fold", action="append", metavar="NAME", help="index only this fold (repeatable; default: all)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead (exactly one fold); FILE may be a store "
                    "URL, uploaded whole when finished")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="scan N shards at a time, in threads (default 1)")
+    p.add_argument("--jobs", type=int, metavar="N", help="scan N shards at a time, in threads (default 1 for a "
+                   f"folder; {REMOTE_JOBS} for a URL, whose scans mostly wait on the network)")
     _executor_option(p, "scans")
     p.add_argument("--cache", metavar="DIR", help="cache folder; shard tables go to DIR/shards (default: "
                    "$ITARCORE_CACHE_DIR or the user cache folder, e.g. ~/.cache/itar-browser)")

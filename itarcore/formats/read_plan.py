@@ -17,6 +17,10 @@ PROBE_SIZE = 64 << 10
 FIRST_READ = 1 * MiB  # a shard's first read: ~2,000 headers of small members, little of a first large one
 GROWTH = 8  # each read that follows on (no large jump) is this many times the last, up to the block size
 TAR_BLOCK = 512
+# Shards scanned at a time when a remote fold's caller does not say: a remote scan mostly waits
+# for the server (a round trip per large member), so more scans than cores keep the link busy.
+# Each holds one window of at most the block size in memory.
+REMOTE_JOBS = 8
 
 
 @dataclass(frozen=True)
@@ -33,4 +37,5 @@ class ReadPlan:
             raise ValueError(f"skip threshold must be >= 0, not {self.skip_threshold}")
 
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "DEFAULT_SKIP_THRESHOLD", "FIRST_READ", "GROWTH", "PROBE_SIZE", "ReadPlan"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "DEFAULT_SKIP_THRESHOLD", "FIRST_READ", "GROWTH", "PROBE_SIZE", "REMOTE_JOBS",
+           "ReadPlan"]

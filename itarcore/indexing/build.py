@@ -154,6 +154,7 @@ class _FoldRun:
         stop = self.cancel.child() if self.cancel is not None else CancelToken()  # also stops scans on an error
         if runner.in_process:  # threads: progress from inside each shard, and a cancel that stops a scan midway
             def task(fid: int) -> ShardMembers:
+                stop.raise_if_cancelled()  # queued behind others when cancel came: start no reads
                 shard = self.shards[fid]
                 if isinstance(shard, RemoteShard):
                     return remote_members(shard, self.remote, stop, lambda p: self.report(fid, p.done))

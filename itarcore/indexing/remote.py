@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DatasetError
-from ..formats.read_plan import ReadPlan
+from ..formats.read_plan import REMOTE_JOBS, ReadPlan
 from ..formats.tar_names import check_text_names
 from ..formats.tar_stream import BlockReader, scan_tar_stream
 from ..progress import CancelToken, ProgressCallback
@@ -170,5 +170,13 @@ def is_remote(path: str | os.PathLike[str] | RemoteShard) -> bool:
     return isinstance(path, RemoteShard) or is_url(os.fspath(path))
 
 
-__all__ = ["RemoteOptions", "RemoteShard", "discover_remote_folds", "is_remote", "remote_members",
-           "remote_shard", "shard_version", "total_fetched"]
+def default_jobs(jobs: int | None, shards_or_root: Any) -> int:
+    """``jobs``, or when None: :data:`REMOTE_JOBS` for remote shards (or a URL), 1 for local ones."""
+    if jobs is not None:
+        return jobs
+    items = shards_or_root if isinstance(shards_or_root, (list, tuple)) else [shards_or_root]
+    return REMOTE_JOBS if any(is_remote(s) for s in items) else 1
+
+
+__all__ = ["REMOTE_JOBS", "RemoteOptions", "RemoteShard", "default_jobs", "discover_remote_folds", "is_remote",
+           "remote_members", "remote_shard", "shard_version", "total_fetched"]

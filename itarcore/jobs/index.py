@@ -15,7 +15,7 @@ from ..executors import ExecutorSpec, TaskRunner, task_runner
 from ..indexing.build import Shard, ShardCounts, build_fold
 from ..indexing.cache import ShardCache
 from ..indexing.indexer import discover_folds
-from ..indexing.remote import RemoteOptions, RemoteShard, discover_remote_folds
+from ..indexing.remote import RemoteOptions, RemoteShard, default_jobs, discover_remote_folds
 from ..progress import CancelToken, Progress, ProgressCallback
 from ..storage import FetchStats, is_url, join, parent
 from .index_target import IndexTarget
@@ -80,12 +80,13 @@ Executor = str | ExecutorSpec | TaskRunner | None
 
 
 def index_fold(shards: Sequence[Shard], output: str | os.PathLike[str], *, fold: str | None = None,
-               jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
-               cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+               jobs: int | None = None, contiguous: bool = False, if_exists: str = "replace",
+               executor: Executor = None, cache: ShardCache | None = None, progress: ProgressCallback | None = None,
                cancel: CancelToken | None = None, remote: RemoteOptions | None = None) -> IndexResult:
     """Index ``shards`` (in fid order) into ``output``. Cancel or failure leaves no partial file.
 
-    ``executor`` runs the per-shard scans (default: ``jobs`` threads, see ``itarcore.executors``);
+    ``executor`` runs the per-shard scans (default: ``jobs`` threads, see ``itarcore.executors``;
+    ``jobs`` None is 1 for local shards and ``REMOTE_JOBS`` for remote ones, whose scans wait on the network);
     with a ``cache``, unchanged shards are loaded from it and new tables are stored in it.
     Shards may be remote (:class:`~itarcore.indexing.remote.RemoteShard`, read as ``remote``
     says) and ``output`` a store URL (uploaded whole when finished, with ``remote``'s
@@ -101,8 +102,8 @@ def index_fold(shards: Sequence[Shard], output: str | os.PathLike[str], *, fold:
     if if_exists == "stop" and target.exists():
         raise WriteError(f"{target.name}: an index already exists (choose replace or backup)")
     started = time.perf_counter()
-    build = build_fold(shard_list, force_contiguous=contiguous, jobs=jobs, executor=executor, cache=cache,
-                       progress=progress, cancel=cancel, remote=remote)
+    build = build_fold(shard_list, force_contiguous=contiguous, jobs=default_jobs(jobs, shard_list), executor=executor,
+                       cache=cache, progress=progress, cancel=cancel, remote=remote)
     built = build.index
     if cancel is not None:
         cancel.raise_if_cancelled()
@@ -128,8 +129,8 @@ def _stem(name: str) -> str:
 
 def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None, *,
                 output: str | os.PathLike[str] | None = None, output_dir: str | os.PathLike[str] | None = None,
-                jobs: int = 1, contiguous: bool = False, if_exists: str = "replace", executor: Executor = None,
-                cache: ShardCache | None = None, progress: ProgressCallback | None = None,
+                jobs: int | None = None, contiguous: bool = False, if_exists: str = "replace",
+                executor: Executor = None, cache: ShardCache | None = None, progress: ProgressCallback | None = None,
                 cancel: CancelToken | None = None, remote: RemoteOptions | None = None) -> list[IndexResult]:
     """Index folds found in ``root`` (all by default) into ``<output_dir or root>/<fold>.taridx``.
 
@@ -137,8 +138,10 @@ def index_folds(root: str | os.PathLike[str], folds: Sequence[str] | None = None
     shard needs scanning). ``root`` may be a URL: a folder of shards, or one fold in it
     (``s3://bucket/ds/train``); its shards are then read with ranged requests as ``remote``
     says, and its indexes go beside them unless ``output``/``output_dir`` say otherwise.
+    ``jobs`` None: 1 for a local folder, ``REMOTE_JOBS`` shards at a time for a URL.
     """
     remote = remote or RemoteOptions()
+    jobs = default_jobs(jobs, os.fspath(root))
     found: dict[str, list[Any]] = (discover_remote_folds(os.fspath(root), remote.storage_options) if is_url(root)
                                    else discover_folds(root))
     if not found:
@@ -174,7 +177,7 @@ def _default_target(first_shard: Shard, output_dir: str | os.PathLike[str] | Non
     return join(folder, f"{fold}.taridx") if is_url(os.fspath(folder)) else Path(folder) / f"{fold}.taridx"
 
 
-def update_index(index: str | os.PathLike[str], *, jobs: int = 1, contiguous: bool = False,
+def update_index(index: str | os.PathLike[str], *, jobs: int | None = None, contiguous: bool = False,
                  if_exists: str = "replace", executor: Executor = None, cache: ShardCache | None = None,
                  progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> IndexResult:
     """Rebuild ``index`` from the shards now beside it, scanning only shards not in ``cache`` as they are now.

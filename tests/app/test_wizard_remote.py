@@ -16,6 +16,7 @@ from test_wizard import next_page, summary_items
 
 from app.views.formats.taridx import wizard_source_page
 from app.views.formats.taridx.wizard import OPTIONS, RUN, SUMMARY
+from itarcore.formats.read_plan import REMOTE_JOBS
 
 FOLDS = ["mixed", "train", "val"]
 
@@ -72,6 +73,7 @@ def test_url_source_lists_off_the_gui_thread_then_indexes_locally(qtbot, wizard,
     options = wizard.options_page
     assert wizard.currentId() == OPTIONS and options.output.text() == url  # default: back beside the shards
     assert "uploaded to " + url in options.warnings.text()
+    assert options.jobs.value() == REMOTE_JOBS > options.jobs.minimum()  # scans wait on the network, not a core
     options.output.setText(str(tmp_path))
     next_page(qtbot, wizard)
     run = wizard.run_page

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.views.formats.taridx.wizard_source import human_bytes
 from app.views.formats.taridx.wizard_source_page import SourcePage
+from itarcore.formats.read_plan import REMOTE_JOBS
 from itarcore.indexing.cache import default_cache_dir
 from itarcore.storage import display_name, is_url, join
 
@@ -111,6 +112,10 @@ class OptionsPage(QWizardPage):
 
     def initializePage(self) -> None:
         plan = self.source.plan
+        # remote scans wait on the network, not on a core: more of them than cores keep the link busy
+        remote = plan.remote is not None
+        self.jobs.setRange(1, 4 * REMOTE_JOBS if remote else max(1, os.cpu_count() or 1))
+        self.jobs.setValue(REMOTE_JOBS if remote else min(4, self.jobs.maximum()))
         self.folds.blockSignals(True)
         self.folds.clear()
         for fold, paths in plan.folds.items():
