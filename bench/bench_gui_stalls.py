@@ -1,6 +1,7 @@
 """How long the GUI thread stays away from its event loop while the browser works: a table against 50 ms.
 
-    python bench/bench_gui_stalls.py           # 10M rows, 4M for the panels, a 1 GiB hex file, 400 JPEGs
+    python bench/bench_gui_stalls.py           # 10M rows, 4M for the panels, a 1 GiB hex file, 400 JPEGs,
+                                               # a payload an HTTP server holds back 2 s (the remote issue's heartbeat)
     python bench/bench_gui_stalls.py --quick   # small sizes, a smoke run for CI
 
 A timer ticks every 5 ms on the GUI thread (``synthetic.Heartbeat``). Per step the table gives the
@@ -178,6 +179,35 @@ def gallery_steps(app, folder: Path, samples: int) -> dict[str, Heartbeat]:
     return out
 
 
+def remote_steps(app, folder: Path, delay_s: float) -> dict[str, Heartbeat]:
+    """A payload a slow HTTP server holds back for ``delay_s``: the window waits for it without stalling."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from remote_servers import RangeHTTPServer
+
+    webds = Path(__file__).resolve().parents[1] / "tests" / "data" / "taridx" / "webds"
+    (folder / "http").mkdir()
+    server = RangeHTTPServer(folder / "http")
+    try:
+        w = open_window(app, server.serve(webds) + "/train.taridx")
+        wait_for(app, lambda: not w.preview.fetching)
+        server.slow(delay_s, only=".tar")
+        rows = iter(range(1, 1 + ROUNDS))
+
+        def fetch_slowly() -> None:  # each round another row: its payload is not in the byte cache
+            settled: list[int] = []
+            w.previewSettled.connect(lambda: settled.append(1))
+            w.go_to_row(next(rows))
+            wait_for(app, lambda: bool(settled) and not w.preview.fetching)
+            w.previewSettled.disconnect()
+
+        out = {f"remote: a payload the server holds back {delay_s:g} s": best_of(app, fetch_slowly)}
+        w.shutdown()
+        w.deleteLater()
+        return out
+    finally:
+        server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
@@ -196,6 +226,7 @@ def main() -> int:
         results.update(grid_steps(app, folder, grid_rows))
         results.update(panel_steps(app, folder, panel_rows))
         results.update(gallery_steps(app, folder, jpegs))
+        results.update(remote_steps(app, folder, 0.5 if args.quick else 2.0))
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"GUI thread stalls, best of {ROUNDS} rounds (load average {' '.join(load)})")
     width = max(map(len, results)) + 2

@@ -84,7 +84,8 @@ def test_bench_gui_stalls_quick_measures_every_step(tmp_path: Path) -> None:
     steps = ["hex pane: scroll a 64 MiB file", "200,000 rows: show the extensions tab",
              "200,000 rows: show the crash stems tab", "200,000 rows: sort by size, first screen to full order",
              "200,000 rows: show the Samples panel until it is filled",
-             "200,000 rows: show the Plots panel until it is filled", "gallery: 40 JPEGs, new size and two pages"]
+             "200,000 rows: show the Plots panel until it is filled", "gallery: 40 JPEGs, new size and two pages",
+             "remote: a payload the server holds back 0.5 s"]
     for step in steps:
         assert re.search(rf"^{re.escape(step)}\s+\d+\s+\d+\s+< 50 ms busy: (met|NOT met)$", out, re.MULTILINE), step
     assert list(tmp_path.iterdir()) == []  # the inputs are written to a temporary folder and removed
