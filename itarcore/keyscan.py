@@ -99,9 +99,10 @@ class _ChunkScan:
 def _aligned_key_words(rows: np.ndarray, keyhash: int) -> tuple[np.ndarray | None, np.uint32]:
     """A strided u32 view of a 4-byte aligned word inside each row's keyhash, and the target's word.
 
-    Any 8 bytes hold an aligned 4-byte word. None when the rows are not plain contiguous records.
+    Any 8 bytes hold an aligned 4-byte word. None when the rows are not contiguous records in
+    memory (a remote index's rows are fetched in blocks as they are read).
     """
-    if rows.dtype != ROW_DTYPE or not rows.flags.c_contiguous or len(rows) == 0:
+    if not isinstance(rows, np.ndarray) or rows.dtype != ROW_DTYPE or not rows.flags.c_contiguous or not len(rows):
         return None, np.uint32(0)
     first_key = rows.ctypes.data + _KEY_AT
     shift = -first_key % 4  # bytes from the keyhash's start to the aligned word in it

@@ -140,7 +140,7 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
     """
     fold = _Fold(index_path, cancel, shard_dir, storage_options)
     findings = _structure(fold, progress)
-    referenced, missing_rows, outside_rows = _shard_rows(fold)
+    referenced, sizes, missing_rows, outside_rows = _shard_rows(fold)
     for fid in referenced:
         if fid not in fold.shards:
             rows = missing_rows[fid]
@@ -155,7 +155,7 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
         path = fold.shards.get(fid)
         if path is None:
             continue
-        size, name = fold.size(fid), basename(path)
+        size, name = sizes[fid], basename(path)
         out = outside_rows[fid]
         note = _mtime_note(fold, fid)
         if out:
@@ -168,19 +168,22 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
     return AuditReport(fold.path, findings, False, len(fold.rows), len(fold.shards))
 
 
-def _shard_rows(fold: _Fold) -> tuple[list[int], dict[int, list[int]], dict[int, list[int]]]:
-    """One chunked pass: the shards rows refer to (ascending), every row of each missing one,
-    and the rows of each present one that reach past its end (rows ascending)."""
+def _shard_rows(fold: _Fold) -> tuple[list[int], dict[int, int], dict[int, list[int]], dict[int, list[int]]]:
+    """One chunked pass: the shards rows refer to (ascending), the sizes of those present,
+    every row of each missing one, and the rows of each present one that reach past its
+    end (rows ascending)."""
     n_fids = 1 << 16
     counts = np.zeros(n_fids, np.int64)
-    sizes = np.full(n_fids, -1, np.int64)  # -1: no such shard
-    for fid in fold.shards:
-        sizes[fid] = fold.size(fid)
+    sizes = np.full(n_fids, -1, np.int64)  # -1: no such shard (or not yet seen)
     missing: dict[int, list[np.ndarray]] = {}
     outside: dict[int, list[np.ndarray]] = {}
     for start, part in iter_row_chunks(fold.index, cancel=fold.cancel):
         fid = part["fid"].astype(np.intp)
-        counts += np.bincount(fid, minlength=n_fids)
+        in_chunk = np.bincount(fid, minlength=n_fids)
+        for f in np.flatnonzero((in_chunk > 0) & (counts == 0)).tolist():  # stat a shard once, when first met
+            if f in fold.shards:
+                sizes[f] = fold.size(f)
+        counts += in_chunk
         size = sizes[fid]
         absent = size < 0
         beyond = ~absent & rows_beyond(part["offset"], part["size"], np.maximum(size, 0))
@@ -192,7 +195,7 @@ def _shard_rows(fold: _Fold) -> tuple[list[int], dict[int, list[int]], dict[int,
                     store.setdefault(f, []).append(start + rows[held == f])
     referenced = np.flatnonzero(counts).tolist()
     empty = [np.zeros(0, np.int64)]
-    return (referenced, {f: np.concatenate(missing.get(f, empty)).tolist() for f in referenced},
+    return (referenced, {f: int(sizes[f]) for f in referenced if f in fold.shards}, {f: np.concatenate(missing.get(f, empty)).tolist() for f in referenced},
             {f: np.concatenate(outside.get(f, empty)).tolist() for f in referenced})
 
 
