@@ -21,7 +21,7 @@ import numpy as np
 from .formats.taridx import ROW_DTYPE, TaridxIndex
 from .progress import CancelToken, ProgressCallback, ProgressReporter
 
-SCAN_CHUNK_ROWS = 1 << 22  # 128 MiB of rows: ~10 ms of scanning between cancel checks
+SCAN_CHUNK_ROWS = 1 << 21  # 64 MiB of rows: a few ms of scanning between cancel checks; 2 in flight
 SCAN_THREADS = 2
 _KEY_AT = ROW_DTYPE.fields["keyhash"][1]
 
