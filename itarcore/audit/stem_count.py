@@ -1,7 +1,9 @@
 """Counts over every row of an index in bounded memory: distinct stems, and runs of equal keys.
 
 Stems are the distinct (keyhash, crashid) pairs. With a cached key index they are
-counted in one pass in key order. Without one, the keyhash range is cut into partitions:
+counted in one pass in key order. An index too big to stay in the page cache between
+passes gets its key index built first (an external sort, kept in the cache for lookups
+and the audit). Otherwise the keyhash range is cut into partitions:
 a first pass counts the rows under each 16-bit keyhash prefix, then each partition
 (consecutive prefixes holding at most ``partition_rows`` rows; a single prefix holding
 more, which random hashes never do, stays whole) is gathered in a pass over the rows and
@@ -10,12 +12,14 @@ whatever the number of rows; the rows' pages are released behind each chunk.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 
 import numpy as np
 
-from ..formats.taridx import TaridxIndex
-from ..keyindex import KeyIndex
+from ..formats.taridx import RECORD_SIZE, TaridxIndex
+from ..keyindex import KeyIndex, build_key_index
 from ..progress import CancelToken
 from ..rowpass import DEFAULT_CHUNK_ROWS, iter_row_chunks
 from .sample_chunks import key_order_chunks
@@ -26,18 +30,43 @@ PREFIX_BITS = 16
 
 def count_stems(index: TaridxIndex, cancel: CancelToken | None = None, *,
                 cache_dir: str | os.PathLike[str] | None = None, partition_rows: int = PARTITION_ROWS,
-                chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
-    """Distinct (keyhash, crashid) pairs among the rows: through the cached key index if there is one."""
+                chunk_rows: int = DEFAULT_CHUNK_ROWS, in_page_cache: bool | None = None) -> int:
+    """Distinct (keyhash, crashid) pairs among the rows: through the cached key index if there is one.
+
+    ``in_page_cache``: whether the rows stay in the page cache between passes (default:
+    they take at most half the memory); if not, and more than one partition is needed,
+    the key index is built (into the cache, else a temporary folder) and counted through.
+    """
     if index.n_rows == 0:
         return 0
-    key_index = KeyIndex.open_cached(index, cache_dir)
-    if key_index is not None:
-        try:
+    with contextlib.ExitStack() as stack:
+        key_index = KeyIndex.open_cached(index, cache_dir)
+        if key_index is None and index.n_rows > partition_rows:
+            if in_page_cache is None:
+                in_page_cache = index.is_remote or index.n_rows * RECORD_SIZE <= _memory_bytes() // 2
+            if not in_page_cache:
+                key_index = _build_keys(index, cache_dir, cancel, stack)
+        if key_index is not None:
+            stack.callback(key_index.close)
             return _count_in_key_order(index, key_index, cancel, chunk_rows)
-        finally:
-            key_index.close()
-    return sum(_count_partition(index, lo, hi, held, cancel, chunk_rows)
-               for lo, hi, held in _partitions(index, cancel, partition_rows, chunk_rows))
+        return sum(_count_partition(index, lo, hi, held, cancel, chunk_rows)
+                   for lo, hi, held in _partitions(index, cancel, partition_rows, chunk_rows))
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 1 << 62  # unknown: assume it fits (the partitioned passes are right either way)
+
+
+def _build_keys(index: TaridxIndex, cache_dir: str | os.PathLike[str] | None, cancel: CancelToken | None,
+                stack: contextlib.ExitStack) -> KeyIndex:
+    try:
+        return build_key_index(index, cache_dir, cancel=cancel)
+    except OSError:  # the cache cannot be written: a folder removed after the count
+        private = stack.enter_context(tempfile.TemporaryDirectory(prefix="itar-count-keys-"))
+        return build_key_index(index, private, cancel=cancel)
 
 
 def count_runs(index: TaridxIndex, cancel: CancelToken | None = None,

@@ -16,7 +16,7 @@ from itarcore import Cancelled, CancelToken
 from itarcore.audit import quick_check
 from itarcore.audit.stem_count import count_runs, count_stems
 from itarcore.formats.taridx import ROW_DTYPE, read_taridx, write_taridx
-from itarcore.keyindex import build_key_index
+from itarcore.keyindex import KeyIndex, build_key_index
 
 BLOCK = 512
 
@@ -67,6 +67,22 @@ def test_count_through_a_cached_key_index(tmp_path: Path, monkeypatch: pytest.Mo
         assert count_stems(index, cache_dir=tmp_path / "other", partition_rows=300) == stems_truth(rows)
         monkeypatch.setattr(stem_count, "_partitions", None)  # no partitioned pass from here on
         assert count_stems(index, cache_dir=tmp_path / "cache", chunk_rows=128) == stems_truth(rows)
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_index_bigger_than_the_page_cache_is_counted_through_a_built_key_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writable: bool) -> None:
+    from itarcore.audit import stem_count
+
+    rows = collided_rows(3000, 900, seed=7)
+    write_taridx(tmp_path / "b.taridx", rows, ["jpg"], ["c1", "c2"], n_stems=1)
+    cache = tmp_path / "cache"
+    if not writable:
+        cache.write_bytes(b"not a folder")
+    monkeypatch.setattr(stem_count, "_partitions", None)  # the partitioned passes would fail
+    with read_taridx(tmp_path / "b.taridx", check_rows=False) as index:
+        assert count_stems(index, cache_dir=cache, partition_rows=1000, in_page_cache=False) == stems_truth(rows)
+        assert (KeyIndex.open_cached(index, cache) is not None) == writable  # kept for lookups when it can be
 
 
 def test_count_cancels_between_chunks(tmp_path: Path) -> None:
