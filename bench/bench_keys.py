@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -113,11 +114,21 @@ def run_step(step: str, path: Path, cache: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def print_scans(scan: dict) -> None:
+    for name, what in (("before", "lookup by scan, before (1 thread, u64)"), ("one thread", "lookup by scan, 1 thread"),
+                       ("two threads", "lookup by scan, 2 threads (default)")):
+        print(f"{what:<40} {scan['scan_warm_s'][name] * 1e3:>9.1f} ms {'':>10} "
+              f"min {scan['scan_warm_min_s'][name] * 1e3:.1f} ms; cold {scan['scan_cold_s'][name] * 1e3:.0f} ms")
+    print(f"{'  (peak RSS of the scans)':<40} {'':>12} {scan['peak_rss_mb']:>7.0f} MB  "
+          f"load average {' -> '.join(f'{x:.2f}' for x in scan['loads'])}, {time.strftime('%H:%M UTC', time.gmtime())}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--quick", action="store_true", help="1M rows")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temp dir, deleted after)")
+    parser.add_argument("--scan-only", action="store_true", help="only the lookups by scan (no key index)")
     parser.add_argument("--index", type=Path, help="the synthetic index to use: written if missing, kept after")
     args = parser.parse_args()
     n = 1_000_000 if args.quick else args.rows
@@ -132,6 +143,10 @@ def main() -> int:
             while fh.read(64 << 20):
                 pass
         scan = run_step("scan", path, cache)
+        if args.scan_only:
+            print(f"\n{n:,} rows ({path.stat().st_size / 1e9:.2f} GB index), lookups by scan\n")
+            print_scans(scan)
+            return 0
         build = run_step("build", path, cache)
         lookup = run_step("lookup", path, cache)
         samples = run_step("samples", path, cache)
@@ -140,12 +155,7 @@ def main() -> int:
               "warm cache; each step a fresh process\n")
         print(f"{'step':<40} {'time':>12} {'peak RSS':>10}")
         print(f"{'open (header, tables, cached key index)':<40} {lookup['open_s'] * 1e3:>9.1f} ms {'':>10}")
-        for name, what in (("before", "lookup by scan, before (1 thread, u64)"), ("one thread", "lookup by scan, 1 thread"),
-                           ("two threads", "lookup by scan, 2 threads (default)")):
-            print(f"{what:<40} {scan['scan_warm_s'][name] * 1e3:>9.1f} ms {'':>10} "
-                  f"min {scan['scan_warm_min_s'][name] * 1e3:.1f} ms; cold {scan['scan_cold_s'][name] * 1e3:.0f} ms")
-        print(f"{'  (peak RSS of the scans)':<40} {'':>12} {scan['peak_rss_mb']:>7.0f} MB  "
-              f"load average {' -> '.join(f'{x:.2f}' for x in scan['loads'])}")
+        print_scans(scan)
         print(f"{'build the key index':<40} {build['build_s']:>10.2f} s {build['peak_rss_mb']:>7.0f} MB")
         print(f"{'lookup through the key index (median)':<40} {lookup['lookup_s'] * 1e6:>9.1f} us "
               f"{lookup['peak_rss_mb']:>7.0f} MB")
