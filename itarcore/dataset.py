@@ -12,7 +12,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from .formats.tar_fields import BLOCK, header_checksum_ok
 from .formats.taridx import RECORD_SIZE, ROW_DTYPE, TaridxIndex, read_taridx
 from .indexing.indexer import split_name
 from .keyindex import KeyIndex, build_key_index
+from .keyscan import SCAN_CHUNK_ROWS, SCAN_THREADS, scan_key_rows
 from .progress import CancelToken, ProgressCallback
 from .rowpass import iter_row_chunks
 from .samples import SampleGroups, group_samples
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 _NAME_CACHE_LIMIT = 1 << 20
-SCAN_CHUNK_ROWS = 1 << 22  # 128 MiB of rows: ~10 ms of scanning between cancel checks
 
 
 class Dataset:
@@ -313,17 +312,18 @@ class Dataset:
         return built
 
     # -- stems and samples ------------------------------------------------------------------------
-    def lookup_stem(self, stem: str, chunk: int = SCAN_CHUNK_ROWS, cancel: CancelToken | None = None) -> np.ndarray:
+    def lookup_stem(self, stem: str, chunk: int = SCAN_CHUNK_ROWS, cancel: CancelToken | None = None,
+                    progress: ProgressCallback | None = None) -> np.ndarray:
         """Rows of the sample whose stem is exactly ``stem`` (empty if none), ascending."""
-        return self.lookup_key(*self.stem_key(stem), chunk=chunk, cancel=cancel)
+        return self.lookup_key(*self.stem_key(stem), chunk=chunk, cancel=cancel, progress=progress)
 
     def lookup_key(self, keyhash: int, crashid: int, chunk: int = SCAN_CHUNK_ROWS,
-                   cancel: CancelToken | None = None) -> np.ndarray:
+                   cancel: CancelToken | None = None, progress: ProgressCallback | None = None) -> np.ndarray:
         """Rows with this (keyhash, crashid): through the key index when attached, else a scan."""
         key_index = self.key_index
         if key_index is not None:
             return key_index.lookup(keyhash, crashid)
-        return self.scan_key(keyhash, crashid, chunk, cancel)
+        return self.scan_key(keyhash, crashid, chunk, cancel, progress=progress)
 
     def rows_of_sample(self, row: int) -> np.ndarray:
         """Every row of the sample that ``row`` belongs to, ascending."""
@@ -331,31 +331,13 @@ class Dataset:
         return self.lookup_key(int(rec["keyhash"]), int(rec["crashid"]))
 
     def scan_key(self, keyhash: int, crashid: int, chunk: int = SCAN_CHUNK_ROWS,
-                 cancel: CancelToken | None = None) -> np.ndarray:
-        """Rows with this (keyhash, crashid), by a scan of the keyhash column (cancel checked between chunks).
+                 cancel: CancelToken | None = None, *, threads: int = SCAN_THREADS,
+                 progress: ProgressCallback | None = None) -> np.ndarray:
+        """Rows with this (keyhash, crashid), by a scan of the keyhash column (see ``itarcore.keyscan``).
 
-        Memory-bound (all rows are read: a key in every 32 bytes), so chunks go to two
-        threads (numpy releases the GIL) and their pages are released behind them. At 100M
-        rows the mapping costs about what resident rows do; ``pread`` into a buffer cost more.
+        Chunks go to ``threads`` threads; cancel is checked and progress reported between chunks.
         """
-        kh, cid = self.rows["keyhash"], self.rows["crashid"]
-        target = np.uint64(keyhash)
-
-        def scan(start: int) -> np.ndarray:
-            if cancel is not None:
-                cancel.raise_if_cancelled()
-            match = np.flatnonzero(kh[start : start + chunk] == target)
-            found = match[cid[start + match] == crashid] + start
-            self.index.release_rows(start, start + chunk)  # a scan of a 32 GB index must not stay resident
-            return found
-
-        starts = range(0, self.n_rows, chunk)
-        if len(starts) > 2:
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stem-lookup") as pool:
-                hits = list(pool.map(scan, starts))
-        else:
-            hits = [scan(start) for start in starts]
-        return np.concatenate(hits).astype(np.int64) if hits else np.zeros(0, np.int64)
+        return scan_key_rows(self.index, keyhash, crashid, chunk, threads, progress, cancel)
 
     def compute_samples(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
                         chunk_rows: int | None = None) -> SampleGroups:

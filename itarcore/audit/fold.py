@@ -1,6 +1,7 @@
 """Audit a TARIDX index against its shards: what is wrong, where, and whether a rebuild helps.
 
-``quick_check`` reads only the index and the shards' directory entries. ``audit_index``
+``quick_check`` reads only the index and the shards' directory entries, in passes over
+the rows of bounded memory (chunks; stems counted by ``stem_count``). ``audit_index``
 also reads the tar header behind every row and re-scans each shard for members the
 index lacks. Each problem is reported once: row problems are grouped into one finding
 per shard, rows of a missing or truncated shard are covered by that shard's finding,
@@ -13,20 +14,23 @@ newer than the index's, and by the row checks themselves.
 from __future__ import annotations
 
 import os
+from functools import cached_property
 
 import numpy as np
 
 from ..errors import FormatError
 from ..executors import ExecutorSpec, TaskRunner
-from ..formats.taridx import TaridxIndex, contiguous_runs, read_taridx
+from ..formats.taridx import TaridxIndex, read_taridx
 from ..indexing.hashing import xxh64_padded
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from ..rowpass import iter_row_chunks
 from ..shards import find_shards, fold_name, shard_name_for
 from ..storage import StorageError, basename, is_url, list_files, open_source, parent
 from .parallel import audit_shards
 from .report import SHOWN, AuditReport, Finding, rows_text
 from .rows import OUTSIDE, PROBLEM_KINDS, ShardAudit, audit_shard, rows_beyond
 from .samples import sample_checks
+from .stem_count import count_runs, count_stems
 
 __all__ = ["AuditReport", "Finding", "audit_index", "quick_check"]
 MTIME_SLACK = 2.0  # seconds: coarse file-system clocks, copies made in the same instant
@@ -50,11 +54,15 @@ class _Fold:
         self.cancel = cancel
         # remote files carry no comparable mtime here: the row checks alone find changed shards
         self.mtime = None if self.index.is_remote else os.stat(self.path).st_mtime
+
+    @cached_property
+    def rows_of(self) -> dict[int, np.ndarray]:
+        """Rows by shard, in row order within each (the full audit's tasks; 10 bytes a row)."""
         fid = np.asarray(self.rows["fid"])
-        self.order = np.argsort(fid, kind="stable")  # rows grouped by shard, in row order within each
-        fids, starts = np.unique(fid[self.order], return_index=True)
-        ends = np.append(starts[1:], len(self.order))
-        self.rows_of = {int(f): self.order[s:e] for f, s, e in zip(fids, starts, ends)}
+        order = np.argsort(fid, kind="stable")
+        fids, starts = np.unique(fid[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        return {int(f): order[s:e] for f, s, e in zip(fids, starts, ends)}
 
     def name(self, fid: int) -> str:
         return shard_name_for(self.fold, fid, self.shards)
@@ -85,24 +93,24 @@ def _listed_sizes(folder: str | os.PathLike[str], storage_options: dict | None) 
 def _structure(fold: _Fold, progress: ProgressCallback | None, n_stems: int | None = None) -> list[Finding]:
     """Row ids against the tables, stem count and contiguity flag against the rows.
 
-    ``n_stems``: the stem count if the sample checks already made it (else the rows are sorted here).
+    ``n_stems``: the stem count if the sample checks already made it (else counted here, in
+    bounded memory). Every pass goes a chunk at a time.
     """
-    index, rows, header = fold.index, fold.rows, fold.index.header
+    index, header = fold.index, fold.index.header
     findings = []
     try:
-        index.check_rows(progress=progress, cancel=fold.cancel)
+        index.check_rows(progress=progress, cancel=fold.cancel, release=True)
     except FormatError as exc:
-        bad = np.flatnonzero((rows["extid"] >= header.n_ext) | (rows["crashid"] > header.n_crash)).tolist()
+        parts = [start + np.flatnonzero((part["extid"] >= header.n_ext) | (part["crashid"] > header.n_crash))
+                 for start, part in iter_row_chunks(index, cancel=fold.cancel)]
+        bad = np.concatenate(parts).tolist()
         findings.append(Finding("bad_row_ids", "error", f"{exc} ({len(bad)} row(s): {rows_text(bad)})", bad))
-    keyhash, crashid = rows["keyhash"], rows["crashid"]
     if n_stems is None:
-        order = np.lexsort((crashid, keyhash))
-        kh, cid = keyhash[order], crashid[order]
-        n_stems = int(1 + np.count_nonzero((kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1]))) if len(kh) else 0
+        n_stems = count_stems(index, fold.cancel)
     if n_stems != header.n_stems:
         findings.append(Finding("stem_count", "error", f"header n_stems is {header.n_stems} but the rows hold "
                                 f"{n_stems} distinct (keyhash, crashid) stems"))
-    runs = contiguous_runs(keyhash, crashid)
+    runs = count_runs(index, fold.cancel)
     contiguous = runs == n_stems
     if contiguous != header.contiguous:
         said = "set" if header.contiguous else "clear"
@@ -126,22 +134,29 @@ def _shard_presence(fold: _Fold) -> tuple[list[Finding], list[int]]:
 def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback | None = None,
                 cancel: CancelToken | None = None, *, shard_dir: str | os.PathLike[str] | None = None,
                 storage_options: dict | None = None) -> AuditReport:
-    """Structural checks that read the index and stat the shards, never their contents."""
+    """Structural checks that read the index and stat the shards, never their contents.
+
+    Memory stays bounded whatever the number of rows: chunked passes, and the rows findings name.
+    """
     fold = _Fold(index_path, cancel, shard_dir, storage_options)
     findings = _structure(fold, progress)
-    presence, extra = _shard_presence(fold)
-    findings += presence
-    for fid in extra:
-        name = fold.name(fid)
-        findings.append(Finding("extra_shard", "warning", f"shard {name} is beside the index but no row refers "
-                                "to it", [], [name]))
-    for fid, rows in fold.rows_of.items():
+    referenced, sizes, missing_rows, outside_rows = _shard_rows(fold)
+    for fid in referenced:
+        if fid not in fold.shards:
+            rows = missing_rows[fid]
+            findings.append(Finding("missing_shard", "error", f"shard {fold.name(fid)} (fid {fid}) is missing: its "
+                                    f"{len(rows)} rows cannot be read", rows, [fold.name(fid)]))
+    for fid in fold.shards:
+        if fid not in referenced:
+            name = fold.name(fid)
+            findings.append(Finding("extra_shard", "warning", f"shard {name} is beside the index but no row "
+                                    "refers to it", [], [name]))
+    for fid in referenced:
         path = fold.shards.get(fid)
         if path is None:
             continue
-        size, name = fold.size(fid), basename(path)
-        part = fold.rows[rows]
-        out = rows[rows_beyond(part["offset"], part["size"], size)].tolist()
+        size, name = sizes[fid], basename(path)
+        out = outside_rows[fid]
         note = _mtime_note(fold, fid)
         if out:
             findings.append(Finding("outside_shard", "error", f"{len(out)} row(s) reach past the end of "
@@ -151,6 +166,37 @@ def quick_check(index_path: str | os.PathLike[str], progress: ProgressCallback |
     if cancel is not None:
         cancel.raise_if_cancelled()
     return AuditReport(fold.path, findings, False, len(fold.rows), len(fold.shards))
+
+
+def _shard_rows(fold: _Fold) -> tuple[list[int], dict[int, int], dict[int, list[int]], dict[int, list[int]]]:
+    """One chunked pass: the shards rows refer to (ascending), the sizes of those present,
+    every row of each missing one, and the rows of each present one that reach past its
+    end (rows ascending)."""
+    n_fids = 1 << 16
+    counts = np.zeros(n_fids, np.int64)
+    sizes = np.full(n_fids, -1, np.int64)  # -1: no such shard (or not yet seen)
+    missing: dict[int, list[np.ndarray]] = {}
+    outside: dict[int, list[np.ndarray]] = {}
+    for start, part in iter_row_chunks(fold.index, cancel=fold.cancel):
+        fid = part["fid"].astype(np.intp)
+        in_chunk = np.bincount(fid, minlength=n_fids)
+        for f in np.flatnonzero((in_chunk > 0) & (counts == 0)).tolist():  # stat a shard once, when first met
+            if f in fold.shards:
+                sizes[f] = fold.size(f)
+        counts += in_chunk
+        size = sizes[fid]
+        absent = size < 0
+        beyond = ~absent & rows_beyond(part["offset"], part["size"], np.maximum(size, 0))
+        for store, flags in ((missing, absent), (outside, beyond)):
+            rows = np.flatnonzero(flags)
+            if len(rows):
+                held = fid[rows]
+                for f in np.unique(held).tolist():
+                    store.setdefault(f, []).append(start + rows[held == f])
+    referenced = np.flatnonzero(counts).tolist()
+    empty = [np.zeros(0, np.int64)]
+    return (referenced, {f: int(sizes[f]) for f in referenced if f in fold.shards}, {f: np.concatenate(missing.get(f, empty)).tolist() for f in referenced},
+            {f: np.concatenate(outside.get(f, empty)).tolist() for f in referenced})
 
 
 def _mtime_note(fold: _Fold, fid: int) -> str:

@@ -26,14 +26,15 @@ ROW_CHUNK = 1 << 16  # rows per gather: 32 MiB of header bytes
 MAX_MEMBER_SIZE = np.iinfo(np.int64).max  # a header size beyond int64 cannot be a member of any file
 
 
-def rows_beyond(offsets: np.ndarray, sizes: np.ndarray, file_size: int) -> np.ndarray:
-    """Rows whose header or data reach past ``file_size``, for any u64 offset and size (no wrap-around)."""
+def rows_beyond(offsets: np.ndarray, sizes: np.ndarray, file_size: int | np.ndarray) -> np.ndarray:
+    """Rows whose header or data reach past ``file_size`` (one size, or one a row), for any u64
+    offset and size (no wrap-around)."""
     offsets, sizes = offsets.astype(np.uint64), sizes.astype(np.uint64)
-    room = file_size - BLOCK  # bytes a row may take after its offset's header; negative: not even one header
-    if room < 0:
-        return np.ones(len(offsets), bool)
-    header_in = offsets <= np.uint64(room)
-    return ~header_in | (sizes > np.uint64(room) - np.where(header_in, offsets, np.uint64(0)))
+    room = np.asarray(file_size, np.int64) - BLOCK  # bytes a row may take after its header; < 0: no header fits
+    fits = room >= 0
+    room = np.where(fits, room, 0).astype(np.uint64)
+    header_in = fits & (offsets <= room)
+    return ~header_in | (sizes > room - np.where(header_in, offsets, np.uint64(0)))
 
 # Row problems, most fundamental first: a row gets the first one that applies.
 OUTSIDE, MISALIGNED, BAD_HEADER, NAME_MISMATCH, SIZE_MISMATCH = 1, 2, 3, 4, 5

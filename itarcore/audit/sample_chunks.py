@@ -70,7 +70,7 @@ def tally_samples(index: TaridxIndex, key_index: KeyIndex, cancel: CancelToken |
     columns = _RowColumns(index, key_index.collisions, _extid_column(index, cancel, chunk_rows))
 
     def chunks() -> Iterator[_ChunkGroups]:
-        for keys, rows in _key_order_chunks(index, key_index, cancel, chunk_rows):
+        for keys, rows in key_order_chunks(index, key_index, cancel, chunk_rows):
             yield _group_chunk(columns, keys, rows, empty)
 
     for groups in chunks():
@@ -99,7 +99,7 @@ def tally_samples(index: TaridxIndex, key_index: KeyIndex, cancel: CancelToken |
     return tally
 
 
-def _key_order_chunks(index: TaridxIndex, key_index: KeyIndex, cancel: CancelToken | None,
+def key_order_chunks(index: TaridxIndex, key_index: KeyIndex, cancel: CancelToken | None,
                       chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(keys, rows) of consecutive key positions, each holding every row of its keyhashes."""
     n = index.n_rows

@@ -83,8 +83,10 @@ class TaridxIndex:
         return self.header.contiguous
 
     def check_rows(self, progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
-                   chunk: int = 1 << 22) -> None:
-        """Check every row's extid and crashid against the tables (chunked, cancellable)."""
+                   chunk: int = 1 << 22, release: bool = False) -> None:
+        """Check every row's extid and crashid against the tables (chunked, cancellable).
+
+        ``release``: drop each chunk's pages behind it (a pass over a big index, not the check at open)."""
         reporter = ProgressReporter(progress, self.n_rows, "rows", cancel)
         n_ext, n_crash = self.header.n_ext, self.header.n_crash
         for start in range(0, self.n_rows, chunk):
@@ -101,6 +103,8 @@ class TaridxIndex:
                 raise FormatError(self.path, "crashid", self.header.off_arr + row * RECORD_SIZE + 20,
                                   f"row {row}: crash id not in the crash table", expected=f"<= {n_crash}",
                                   found=int(part["crashid"][bad[0]]))
+            if release:
+                self.release_rows(start, min(self.n_rows, start + chunk))
             reporter.update(min(self.n_rows, start + chunk))
         self.rows_checked = True
 
