@@ -146,8 +146,28 @@ def compile_bytecode() -> None:
     compileall.compile_dir(Path(itarcore.__file__).parent, quiet=1)
 
 
-def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, str]]:
-    """Wall seconds (median) of whole processes: `itarcore index` and `cat`, warm then cold."""
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None  # GNU time, for %M
+
+
+def run_measured(argv: list[str], capture: bool) -> tuple[float, float | None, bytes]:
+    """(wall seconds, peak RSS in MB, stdout) of one process.
+
+    The peak comes from GNU time's own wait4 (``%M``): Python's wait4 would report at least
+    this bench's resident size, since Linux carries a parent's ru_maxrss over fork and exec.
+    Without GNU time the peak is None."""
+    with tempfile.NamedTemporaryFile("r") as rss:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", rss.name, *argv] if GNU_TIME else argv
+        t0 = time.perf_counter()
+        done = subprocess.run(wrapped, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=True)
+        seconds = time.perf_counter() - t0
+        peak = rss.read().split()
+    return seconds, int(peak[-1]) / 1024 if peak else None, done.stdout or b""
+
+
+def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, float | None, str]]:
+    """Wall seconds (median), peak RSS (MB, the largest) of whole processes: `itarcore index` and `cat`,
+    warm then cold."""
     compile_bytecode()
     fold = paths[0].name.rsplit("_", 1)[0]
     commands = {
@@ -157,23 +177,22 @@ def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[
     }
     # the first index of a fold (no shard table cached yet): every shard is scanned
     commands["itarcore index --jobs 2 --no-cache"] = [*commands["itarcore index --jobs 2"], "--no-cache"]
-    rows: dict[str, tuple[float, str]] = {}
+    rows: dict[str, tuple[float, float | None, str]] = {}
     for cache in ("warm", "cold"):
         for name, argv in commands.items():
-            times, note = [], ""
+            times, peaks, note = [], [], ""
             for _ in range(repeats):
                 if cache == "cold":
                     drop_from_page_cache(*paths)
                 else:
                     warm(paths)
                 ours = name.startswith("itarcore")  # its JSON is one line; cat's output goes to /dev/null
-                t0 = time.perf_counter()
-                done = subprocess.run(argv, stdout=subprocess.PIPE if ours else subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, check=True)
-                times.append(time.perf_counter() - t0)
+                seconds, peak, stdout = run_measured(argv, capture=ours)
+                times.append(seconds)
+                peaks.append(peak)
                 if ours:
-                    note = json.loads(done.stdout.decode().splitlines()[-1]).get("route", "")
-            rows[f"{name} ({cache})"] = (statistics.median(times), note)
+                    note = json.loads(stdout.decode().splitlines()[-1]).get("route", "")
+            rows[f"{name} ({cache})"] = (statistics.median(times), None if None in peaks else max(peaks), note)
     warm(paths)
     return rows
 
@@ -181,14 +200,15 @@ def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[
 def print_process_rows(paths: list[Path], folder: Path, total_bytes: int, repeats: int) -> None:
     procs = process_rows(paths, folder / "bench-process.taridx", repeats)
     print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, median of {repeats} (cold: shards "
-          "dropped from the page cache first)\n")
-    print(f"{'command':<46} {'seconds':>9} {'GB/s':>7} {'x cat':>7}  route")
+          "dropped from the page cache first; peak RSS: the largest of the runs)\n")
+    print(f"{'command':<46} {'seconds':>9} {'GB/s':>7} {'x cat':>7} {'peak MB':>8}  route")
     for cache in ("warm", "cold"):
         cat_seconds = procs[f"cat shards > /dev/null ({cache})"][0]
         for name in ("itarcore index --jobs 2", "itarcore index --jobs 2 --no-cache", "cat shards > /dev/null"):
-            seconds, route = procs[f"{name} ({cache})"]
+            seconds, peak, route = procs[f"{name} ({cache})"]
+            shown = f"{peak:>8.0f}" if peak is not None else f"{'n/a':>8}"
             print(f"{name + f' ({cache})':<46} {seconds:>9.3f} {total_bytes / seconds / 1e9:>7.2f} "
-                  f"{cat_seconds / seconds:>7.2f}  {route}")
+                  f"{cat_seconds / seconds:>7.2f} {shown}  {route}")
     print(f"\ntarget (issue 15): itarcore index >= 0.8x the speed of cat, warm; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
