@@ -40,7 +40,10 @@ from .tar_fields import (
 )
 from .tar_names import NAME_LEN, header_name, resolve_names
 
-_USTAR = np.frombuffer(b"ustar", np.uint8)
+# Bytes 256..263 of a block read as one little-endian word: 'ustar' is at bytes 257..261.
+_MAGIC_WORD = 32
+_MAGIC_MASK = np.uint64(0xFF_FF_FF_FF_FF << 8)
+_MAGIC_VALUE = np.uint64(int.from_bytes(b"\0ustar\0\0", "little"))
 _REGULAR = (ord("0"), 0, ord("7"))
 _ZERO_BLOCK = bytes(BLOCK)
 
@@ -128,7 +131,7 @@ def crop_names(fields: np.ndarray) -> np.ndarray:
     Names are usually a fraction of the 100-byte field; this keeps the scan's memory per
     member small. Every name still ends at its first NUL or at the end of the row.
     """
-    used = np.flatnonzero(fields.any(axis=0))
+    used = np.flatnonzero(fields.max(axis=0)) if len(fields) else ()  # max: a third faster than any(axis=0)
     width = used[-1] + 1 if len(used) else 0
     compact = width == fields.shape[1] and fields.flags.c_contiguous and fields.base is None  # its own memory
     return fields if compact else fields[:, :width].copy()
@@ -209,11 +212,15 @@ def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np
 
 
 def block_candidates(part: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-    """The candidate fields (as :class:`_Candidates`) of (n, 512) blocks numbered from ``start``."""
-    hits = np.flatnonzero(part[:, 257] == _USTAR[0])
-    if len(hits):
-        hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
-    headers = part[hits]
+    """The candidate fields (as :class:`_Candidates`) of (n, 512) blocks numbered from ``start``.
+
+    A candidate has ``ustar`` at byte 257: one word of each block is read (the only pass over
+    every block), and only the candidates' blocks are copied out, whole (the checksum needs
+    every byte).
+    """
+    words = np.ascontiguousarray(part).view("<u8")
+    hits = np.flatnonzero((words[:, _MAGIC_WORD] & _MAGIC_MASK) == _MAGIC_VALUE)
+    headers = np.take(part, hits, axis=0)  # a third faster than part[hits]
     sizes, size_ok = parse_octal_columns(headers[:, 124:136])
     for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256
         value = base256(bytes(headers[i, 124:136]))
