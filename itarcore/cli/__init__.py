@@ -15,6 +15,7 @@ import argparse
 import gc
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -204,6 +205,9 @@ def error_line(exc: Exception) -> str:
 
 def entry_point() -> None:
     gc.disable()  # until start-up's imports are done: see resume_gc
+    # No command does linear algebra, and OpenBLAS's thread pool, started by `import numpy`,
+    # costs a sixth of that import (and its idle threads then poll); a user's setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         code = main()
         sys.stdout.flush()

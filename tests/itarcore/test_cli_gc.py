@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,20 @@ def test_console_script_indexes_as_main_does(webds: Path, tmp_path: Path) -> Non
                            str(out), "--no-cache", "--json"], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout)["rows"] > 0 and done.stderr == ""
     assert out.read_bytes() == (webds / "val.taridx").read_bytes()
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_console_script_starts_numpy_without_blas_threads_unless_told(collector_off: None, preset: str | None,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from itarcore import cli
+
+    if preset is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", preset)
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda: seen.append((os.environ.get("OPENBLAS_NUM_THREADS"), gc.isenabled())) or 0)
+    with pytest.raises(SystemExit) as stop:
+        cli.entry_point()
+    assert stop.value.code == 0
+    assert seen == [(preset or "1", False)]  # set before any command module (numpy) is imported
