@@ -163,3 +163,27 @@ def test_scan_of_folders_and_odd_names_equals_tarfile(tmp_path: Path) -> None:
     for row, member in enumerate(truth):
         stem, ext = split_name(member.name.encode())
         assert members.stem(row) == stem and members.ext_names[members.ext_codes[row]] == ext
+
+
+def test_text_name_check_reports_the_first_odd_row_in_archive_order() -> None:
+    from itarcore.formats.tar import TarScan
+    from itarcore.formats.tar_names import check_text_names
+
+    fields = np.tile(np.frombuffer(b"abc.jpg\0", np.uint8), (8, 1))
+    fields[5, 1:3] = 0xFF  # not UTF-8, two odd bytes in one row
+    fields[2, 0] = 0xE9
+    fields[2, 4] = 0xC3
+    offsets = np.arange(8, dtype=np.int64) * 1024
+    scan = TarScan("s.tar", 8192, offsets, np.zeros(8, np.int64), fields)
+    with pytest.raises(FormatError, match="not UTF-8") as info:
+        check_text_names(scan)
+    assert info.value.offset == 2 * 1024
+    fields[2] = np.frombuffer(b"ok.\xc3\xa9\0\0\0", np.uint8)  # UTF-8 text: fine, row 5 is next
+    with pytest.raises(FormatError) as info:
+        check_text_names(scan)
+    assert info.value.offset == 5 * 1024
+    fields[5] = np.frombuffer(b"a.j\npg\0\0", np.uint8)
+    check_text_names(scan)  # a newline is refused only when asked
+    with pytest.raises(FormatError, match="'\\\\n'"):
+        check_text_names(scan, forbidden=b"\0\n")
+    check_text_names(TarScan("e.tar", 0, offsets[:0], offsets[:0], np.zeros((0, 0), np.uint8)))
