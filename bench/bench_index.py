@@ -165,50 +165,62 @@ def run_measured(argv: list[str], capture: bool) -> tuple[float, float | None, b
     return seconds, int(peak[-1]) / 1024 if peak else None, done.stdout or b""
 
 
-def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, float | None, str]]:
-    """Wall seconds (median), peak RSS (MB, the largest) of whole processes: `itarcore index` and `cat`,
-    warm then cold."""
+CAT = "cat shards > /dev/null"
+
+
+def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, float, float | None, str]]:
+    """Whole processes, `itarcore index` and `cat`, warm then cold: per command, the median wall seconds, the
+    median of its per-round speed as a fraction of cat's, the largest peak RSS (MB) and the route.
+
+    Each round runs every command once, one after the other, so a command and cat meet the same load
+    (on a shared machine the load moves between rounds)."""
     compile_bytecode()
     fold = paths[0].name.rsplit("_", 1)[0]
     commands = {
         "itarcore index --jobs 2": [*itarcore_command(), "index", str(paths[0].parent), "--fold", fold,
                                     "--jobs", "2", "--output", str(out), "--json"],
-        "cat shards > /dev/null": ["cat", *map(str, paths)],
+        CAT: ["cat", *map(str, paths)],
     }
     # the first index of a fold (no shard table cached yet): every shard is scanned
     commands["itarcore index --jobs 2 --no-cache"] = [*commands["itarcore index --jobs 2"], "--no-cache"]
-    rows: dict[str, tuple[float, float | None, str]] = {}
+    rows: dict[str, tuple[float, float, float | None, str]] = {}
+    run_measured(commands["itarcore index --jobs 2"], capture=True)  # fills the shard cache: its rows show reuse
     for cache in ("warm", "cold"):
-        for name, argv in commands.items():
-            times, peaks, note = [], [], ""
-            for _ in range(repeats):
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        peaks: dict[str, list[float | None]] = {name: [] for name in commands}
+        notes = dict.fromkeys(commands, "")
+        for _ in range(repeats):
+            for name, argv in commands.items():
                 if cache == "cold":
                     drop_from_page_cache(*paths)
                 else:
                     warm(paths)
                 ours = name.startswith("itarcore")  # its JSON is one line; cat's output goes to /dev/null
                 seconds, peak, stdout = run_measured(argv, capture=ours)
-                times.append(seconds)
-                peaks.append(peak)
+                times[name].append(seconds)
+                peaks[name].append(peak)
                 if ours:
-                    note = json.loads(stdout.decode().splitlines()[-1]).get("route", "")
-            rows[f"{name} ({cache})"] = (statistics.median(times), None if None in peaks else max(peaks), note)
+                    notes[name] = json.loads(stdout.decode().splitlines()[-1]).get("route", "")
+        for name in commands:
+            of_cat = statistics.median(c / t for c, t in zip(times[CAT], times[name]))
+            peak = None if None in peaks[name] else max(peaks[name])
+            rows[f"{name} ({cache})"] = (statistics.median(times[name]), of_cat, peak, notes[name])
     warm(paths)
     return rows
 
 
 def print_process_rows(paths: list[Path], folder: Path, total_bytes: int, repeats: int) -> None:
     procs = process_rows(paths, folder / "bench-process.taridx", repeats)
-    print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, median of {repeats} (cold: shards "
-          "dropped from the page cache first; peak RSS: the largest of the runs)\n")
+    print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, {repeats} rounds of every command "
+          "(seconds: median; x cat: median of the rounds' cat seconds / its seconds; cold: shards dropped from the "
+          "page cache first; peak RSS: the largest of the rounds)\n")
     print(f"{'command':<46} {'seconds':>9} {'GB/s':>7} {'x cat':>7} {'peak MB':>8}  route")
     for cache in ("warm", "cold"):
-        cat_seconds = procs[f"cat shards > /dev/null ({cache})"][0]
-        for name in ("itarcore index --jobs 2", "itarcore index --jobs 2 --no-cache", "cat shards > /dev/null"):
-            seconds, peak, route = procs[f"{name} ({cache})"]
+        for name in ("itarcore index --jobs 2", "itarcore index --jobs 2 --no-cache", CAT):
+            seconds, of_cat, peak, route = procs[f"{name} ({cache})"]
             shown = f"{peak:>8.0f}" if peak is not None else f"{'n/a':>8}"
             print(f"{name + f' ({cache})':<46} {seconds:>9.3f} {total_bytes / seconds / 1e9:>7.2f} "
-                  f"{cat_seconds / seconds:>7.2f} {shown}  {route}")
+                  f"{of_cat:>7.2f} {shown}  {route}")
     print(f"\ntarget (issue 15): itarcore index >= 0.8x the speed of cat, warm; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
