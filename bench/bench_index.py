@@ -14,9 +14,12 @@ Targets (issue 2): >= 40x tarfile's members/s with a warm cache on 2 cores, and
 >= 50% of the minimal header walk on one process.
 
 Then, as a user runs them (issue 15): ``itarcore index FOLDER --jobs 2`` as a new process
-(imports and start-up included) beside ``cat`` of the same shards to /dev/null, warm and
-cold (the shards dropped from the page cache with posix_fadvise DONTNEED before each
-run), median of the repeats. Target: itarcore at >= 0.8x the speed of cat (warm).
+(imports and start-up included; with the shard tables cached, and with --no-cache) beside
+``cat`` of the same shards to /dev/null, warm and cold (the shards dropped from the page
+cache with posix_fadvise DONTNEED before each run), in rounds that run every command once
+(so each meets the same load as cat), with each process's peak RSS. Target: itarcore at
+>= 0.8x the speed of cat (warm). ``--processes-only`` prints only these rows; another
+itarcore (a checkout to compare with) is measured by putting it first on PYTHONPATH.
 
     python bench/bench_index.py            # full size
     python bench/bench_index.py --quick    # small, for CI smoke runs
