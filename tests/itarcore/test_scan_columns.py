@@ -187,3 +187,18 @@ def test_text_name_check_reports_the_first_odd_row_in_archive_order() -> None:
     with pytest.raises(FormatError, match="'\\\\n'"):
         check_text_names(scan, forbidden=b"\0\n")
     check_text_names(TarScan("e.tar", 0, offsets[:0], offsets[:0], np.zeros((0, 0), np.uint8)))
+
+
+def test_block_candidates_in_reused_room_return_copies() -> None:
+    """Header blocks copied into a reused scratch buffer: the same fields, none of them a view of the buffer."""
+    rng = np.random.default_rng(13)
+    blocks = np.zeros((64, 512), np.uint8)
+    for b in range(0, 64, 3):
+        blocks[b] = np.frombuffer(_header(f"dir/n{b:03d}.Png", b * 1000), np.uint8)
+    plain = block_candidates(blocks, 7)
+    scratch = rng.integers(0, 256, (64, 512), dtype=np.uint8)
+    reused = block_candidates(blocks, 7, scratch)
+    scratch[:] = 0xAA  # the next chunk lands here
+    for a, b in zip(plain, reused):
+        assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all()
+        assert not np.shares_memory(b, scratch)
