@@ -14,9 +14,12 @@ Targets (issue 2): >= 40x tarfile's members/s with a warm cache on 2 cores, and
 >= 50% of the minimal header walk on one process.
 
 Then, as a user runs them (issue 15): ``itarcore index FOLDER --jobs 2`` as a new process
-(imports and start-up included) beside ``cat`` of the same shards to /dev/null, warm and
-cold (the shards dropped from the page cache with posix_fadvise DONTNEED before each
-run), median of the repeats. Target: itarcore at >= 0.8x the speed of cat (warm).
+(imports and start-up included; with the shard tables cached, and with --no-cache) beside
+``cat`` of the same shards to /dev/null, warm and cold (the shards dropped from the page
+cache with posix_fadvise DONTNEED before each run), in rounds that run every command once
+(so each meets the same load as cat), with each process's peak RSS. Target: itarcore at
+>= 0.8x the speed of cat (warm). ``--processes-only`` prints only these rows; another
+itarcore (a checkout to compare with) is measured by putting it first on PYTHONPATH.
 
     python bench/bench_index.py            # full size
     python bench/bench_index.py --quick    # small, for CI smoke runs
@@ -146,49 +149,81 @@ def compile_bytecode() -> None:
     compileall.compile_dir(Path(itarcore.__file__).parent, quiet=1)
 
 
-def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, str]]:
-    """Wall seconds (median) of whole processes: `itarcore index` and `cat`, warm then cold."""
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None  # GNU time, for %M
+
+
+def run_measured(argv: list[str], capture: bool) -> tuple[float, float | None, bytes]:
+    """(wall seconds, peak RSS in MB, stdout) of one process.
+
+    The peak comes from GNU time's own wait4 (``%M``): Python's wait4 would report at least
+    this bench's resident size, since Linux carries a parent's ru_maxrss over fork and exec.
+    Without GNU time the peak is None."""
+    with tempfile.NamedTemporaryFile("r") as rss:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", rss.name, *argv] if GNU_TIME else argv
+        t0 = time.perf_counter()
+        done = subprocess.run(wrapped, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=True)
+        seconds = time.perf_counter() - t0
+        peak = rss.read().split()
+    return seconds, int(peak[-1]) / 1024 if peak else None, done.stdout or b""
+
+
+CAT = "cat shards > /dev/null"
+
+
+def process_rows(paths: list[Path], out: Path, repeats: int) -> dict[str, tuple[float, float, float | None, str]]:
+    """Whole processes, `itarcore index` and `cat`, warm then cold: per command, the median wall seconds, the
+    median of its per-round speed as a fraction of cat's, the largest peak RSS (MB) and the route.
+
+    Each round runs every command once, one after the other, so a command and cat meet the same load
+    (on a shared machine the load moves between rounds)."""
     compile_bytecode()
     fold = paths[0].name.rsplit("_", 1)[0]
     commands = {
         "itarcore index --jobs 2": [*itarcore_command(), "index", str(paths[0].parent), "--fold", fold,
                                     "--jobs", "2", "--output", str(out), "--json"],
-        "cat shards > /dev/null": ["cat", *map(str, paths)],
+        CAT: ["cat", *map(str, paths)],
     }
     # the first index of a fold (no shard table cached yet): every shard is scanned
     commands["itarcore index --jobs 2 --no-cache"] = [*commands["itarcore index --jobs 2"], "--no-cache"]
-    rows: dict[str, tuple[float, str]] = {}
+    rows: dict[str, tuple[float, float, float | None, str]] = {}
+    run_measured(commands["itarcore index --jobs 2"], capture=True)  # fills the shard cache: its rows show reuse
     for cache in ("warm", "cold"):
-        for name, argv in commands.items():
-            times, note = [], ""
-            for _ in range(repeats):
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        peaks: dict[str, list[float | None]] = {name: [] for name in commands}
+        notes = dict.fromkeys(commands, "")
+        for _ in range(repeats):
+            for name, argv in commands.items():
                 if cache == "cold":
                     drop_from_page_cache(*paths)
                 else:
                     warm(paths)
                 ours = name.startswith("itarcore")  # its JSON is one line; cat's output goes to /dev/null
-                t0 = time.perf_counter()
-                done = subprocess.run(argv, stdout=subprocess.PIPE if ours else subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, check=True)
-                times.append(time.perf_counter() - t0)
+                seconds, peak, stdout = run_measured(argv, capture=ours)
+                times[name].append(seconds)
+                peaks[name].append(peak)
                 if ours:
-                    note = json.loads(done.stdout.decode().splitlines()[-1]).get("route", "")
-            rows[f"{name} ({cache})"] = (statistics.median(times), note)
+                    notes[name] = json.loads(stdout.decode().splitlines()[-1]).get("route", "")
+        for name in commands:
+            of_cat = statistics.median(c / t for c, t in zip(times[CAT], times[name]))
+            peak = None if None in peaks[name] else max(peaks[name])
+            rows[f"{name} ({cache})"] = (statistics.median(times[name]), of_cat, peak, notes[name])
     warm(paths)
     return rows
 
 
 def print_process_rows(paths: list[Path], folder: Path, total_bytes: int, repeats: int) -> None:
     procs = process_rows(paths, folder / "bench-process.taridx", repeats)
-    print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, median of {repeats} (cold: shards "
-          "dropped from the page cache first)\n")
-    print(f"{'command':<46} {'seconds':>9} {'GB/s':>7} {'x cat':>7}  route")
+    print(f"\nwhole processes as a user runs them, {total_bytes / 1e9:.2f} GB, {repeats} rounds of every command "
+          "(seconds: median; x cat: median of the rounds' cat seconds / its seconds; cold: shards dropped from the "
+          "page cache first; peak RSS: the largest of the rounds)\n")
+    print(f"{'command':<46} {'seconds':>9} {'GB/s':>7} {'x cat':>7} {'peak MB':>8}  route")
     for cache in ("warm", "cold"):
-        cat_seconds = procs[f"cat shards > /dev/null ({cache})"][0]
-        for name in ("itarcore index --jobs 2", "itarcore index --jobs 2 --no-cache", "cat shards > /dev/null"):
-            seconds, route = procs[f"{name} ({cache})"]
+        for name in ("itarcore index --jobs 2", "itarcore index --jobs 2 --no-cache", CAT):
+            seconds, of_cat, peak, route = procs[f"{name} ({cache})"]
+            shown = f"{peak:>8.0f}" if peak is not None else f"{'n/a':>8}"
             print(f"{name + f' ({cache})':<46} {seconds:>9.3f} {total_bytes / seconds / 1e9:>7.2f} "
-                  f"{cat_seconds / seconds:>7.2f}  {route}")
+                  f"{of_cat:>7.2f} {shown}  {route}")
     print(f"\ntarget (issue 15): itarcore index >= 0.8x the speed of cat, warm; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

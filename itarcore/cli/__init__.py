@@ -12,8 +12,10 @@ index never import numpy.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -140,10 +142,26 @@ def print_json_lines(objs: Any) -> None:
         write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+def resume_gc() -> None:
+    """End start-up: collect again, leaving out every object made so far (the modules just loaded).
+
+    The console script runs start-up with the collector off (:func:`entry_point`): imports make
+    no garbage, and each collection would walk every object loaded so far (importing numpy
+    alone triggers dozens). A command whose own imports are costly calls this once they are
+    done (``set_defaults(resumes_gc=True)``); for the others :func:`main` calls it. A no-op
+    when the collector is on (``main`` called in-process, as the tests do).
+    """
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
     try:
+        if not getattr(args, "resumes_gc", False):
+            resume_gc()
         return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("itarcore: interrupted", file=sys.stderr)
@@ -186,10 +204,15 @@ def error_line(exc: Exception) -> str:
 
 
 def entry_point() -> None:
+    gc.disable()  # until start-up's imports are done: see resume_gc
+    # No command does linear algebra, and OpenBLAS's thread pool, started by `import numpy`,
+    # costs a sixth of that import (and its idle threads then poll); a user's setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `itarcore rows X | head`
         sys.stderr.close()
         code = EXIT_OK
+    gc.freeze()  # nothing left to collect: spare the interpreter's collections at exit (tens of ms after numpy)
     raise SystemExit(code)

@@ -119,9 +119,10 @@ def _shard_cache(args: argparse.Namespace) -> Any:
 def cmd_index(args: argparse.Namespace) -> int:
     from ..jobs import index_folds, update_index
     from ..storage import is_url
-    from . import UsageError
+    from . import UsageError, resume_gc
     from .progressbar import TextProgressBar
 
+    resume_gc()  # the indexer's modules (numpy first) are loaded: see resume_gc
     if args.update is not None and (args.no_cache or args.fold or args.output):
         raise UsageError("index --update INDEX: rebuilds INDEX in place with the cache (no --fold, --output, "
                          "--no-cache)")
@@ -229,7 +230,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per fold")
     add_read_plan(p)
     add_storage_options(p)
-    p.set_defaults(func=cmd_index)
+    p.set_defaults(func=cmd_index, resumes_gc=True)
 
     p = sub.add_parser("rows", help="print rows of an index", description="Print rows of a .taridx.")
     p.add_argument("index", help=".taridx file")

@@ -3,8 +3,8 @@
 Walking 512-byte headers one by one in Python costs about a microsecond each.
 The fast path finds every header at once with numpy instead: each USTAR/GNU
 header has ``ustar`` at byte 257 of its block, so all candidate blocks are found
-in one strided pass over the mapped file, their size fields are parsed as
-columns, and the chain ``next = offset + 512 + round_up(size)`` is checked as a
+in one strided pass over the file (read a few MiB at a time), their size fields
+are parsed as columns, and the chain ``next = offset + 512 + round_up(size)`` is checked as a
 whole. If the chain holds from byte 0 to the end-of-archive block, the
 candidates are exactly the headers. If not (old v7 headers, a ``ustar`` look-
 alike inside a payload, data after the end marker), a strict sequential walk
@@ -16,8 +16,10 @@ resolved in ``tar_names``.
 """
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -40,7 +42,10 @@ from .tar_fields import (
 )
 from .tar_names import NAME_LEN, header_name, resolve_names
 
-_USTAR = np.frombuffer(b"ustar", np.uint8)
+# Bytes 256..263 of a block read as one little-endian word: 'ustar' is at bytes 257..261.
+_MAGIC_WORD = 32
+_MAGIC_MASK = np.uint64(0xFF_FF_FF_FF_FF << 8)
+_MAGIC_VALUE = np.uint64(int.from_bytes(b"\0ustar\0\0", "little"))
 _REGULAR = (ord("0"), 0, ord("7"))
 _ZERO_BLOCK = bytes(BLOCK)
 
@@ -97,29 +102,30 @@ def scan_tar(
     compiled walk follows the header chain and is one thread.
     """
     path = os.fspath(path)
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=0) as fh:
         file_size = os.fstat(fh.fileno()).st_size
         if file_size == 0:
             return _empty(path, 0)
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        mm.madvise(mmap.MADV_SEQUENTIAL) if hasattr(mmap, "MADV_SEQUENTIAL") else None
-        reporter = ProgressReporter(progress, file_size, "bytes", cancel)
-        if compiled is None:
-            compiled = jit.worthwhile(file_size)
-        if compiled and jit.available():
-            scan = _scan_compiled(mm, path, file_size, reporter)
-        else:
-            scan = _scan_vectorised(mm, path, file_size, reporter, scan_threads() if threads is None else threads)
-        if scan is None:
-            scan = _scan_sequential(mm, path, file_size, reporter)
-        reporter.finish()
-        return scan
-    finally:
         try:
-            mm.close()
-        except BufferError:  # an error's traceback still holds a numpy view; GC closes the map
-            pass
+            mm.madvise(mmap.MADV_SEQUENTIAL) if hasattr(mmap, "MADV_SEQUENTIAL") else None
+            reporter = ProgressReporter(progress, file_size, "bytes", cancel)
+            if compiled is None:
+                compiled = jit.worthwhile(file_size)
+            if compiled and jit.available():
+                scan = _scan_compiled(mm, path, file_size, reporter)
+            else:
+                blocks = _BlockReader(fh.fileno(), mm, file_size)
+                scan = _scan_vectorised(blocks, path, reporter, scan_threads() if threads is None else threads)
+            if scan is None:
+                scan = _scan_sequential(mm, path, file_size, reporter)
+            reporter.finish()
+            return scan
+        finally:
+            try:
+                mm.close()
+            except BufferError:  # an error's traceback still holds a numpy view; GC closes the map
+                pass
 
 
 def crop_names(fields: np.ndarray) -> np.ndarray:
@@ -128,7 +134,7 @@ def crop_names(fields: np.ndarray) -> np.ndarray:
     Names are usually a fraction of the 100-byte field; this keeps the scan's memory per
     member small. Every name still ends at its first NUL or at the end of the row.
     """
-    used = np.flatnonzero(fields.any(axis=0))
+    used = np.flatnonzero(fields.max(axis=0)) if len(fields) else ()  # max: a third faster than any(axis=0)
     width = used[-1] + 1 if len(used) else 0
     compact = width == fields.shape[1] and fields.flags.c_contiguous and fields.base is None  # its own memory
     return fields if compact else fields[:, :width].copy()
@@ -148,7 +154,56 @@ def _empty(path: str, size: int) -> TarScan:
     return TarScan(path, size, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, NAME_LEN), np.uint8))
 
 
-_SCAN_CHUNK_BLOCKS = 1 << 15  # 16 MiB of the file per pass: bounds the mapped pages held at once
+_SCAN_CHUNK_BLOCKS = 1 << 13  # 4 MiB of the file per pass: fits the caches, and bounds the memory held at once
+
+
+class _BlockReader:
+    """A shard's 512-byte blocks, read a chunk at a time into a buffer each thread reuses.
+
+    Reads, not the map, for numpy's pass: ``pread`` into a buffer that stays in the CPU's
+    caches streams the file as ``cat`` does, and is cheaper than faulting in every page of
+    the map and releasing it after (``MADV_DONTNEED``), which is what kept the resident
+    size flat before. Where ``os.preadv`` is missing, the chunk is copied out of the map
+    and its pages released. Short reads mean the file shrank during the scan.
+    """
+
+    def __init__(self, fd: int, mm: mmap.mmap, file_size: int) -> None:
+        self.fd, self.mm, self.file_size = fd, mm, file_size
+        self.n_blocks = file_size // BLOCK
+        self.local = threading.local()
+        if hasattr(os, "posix_fadvise"):  # as cat does: the kernel reads ahead further
+            with contextlib.suppress(OSError):  # only a hint
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+
+    def chunk(self, start: int, path: str) -> np.ndarray:
+        """Blocks ``start`` up to ``start + _SCAN_CHUNK_BLOCKS`` (fewer at the end), valid until this thread's next call."""
+        n = min(_SCAN_CHUNK_BLOCKS, self.n_blocks - start)
+        buffer = getattr(self.local, "buffer", None)
+        if buffer is None or len(buffer) < n:
+            buffer = self.local.buffer = np.empty((max(n, min(_SCAN_CHUNK_BLOCKS, self.n_blocks)), BLOCK), np.uint8)
+        part = buffer[:n]
+        offset = start * BLOCK
+        if _PREADV:
+            got = os.preadv(self.fd, [part], offset)
+            if got != n * BLOCK:
+                raise TruncatedError(path, "file", offset + got, "the file shrank while it was being scanned",
+                                     expected=f"{self.file_size} bytes", found=f"{offset + got} bytes")
+        else:
+            part[...] = np.frombuffer(self.mm, np.uint8, n * BLOCK, offset).reshape(n, BLOCK)
+            if hasattr(mmap, "MADV_DONTNEED"):
+                self.mm.madvise(mmap.MADV_DONTNEED, offset, n * BLOCK)
+        return part
+
+    def scratch(self, n: int) -> np.ndarray:
+        """This thread's reused room for up to ``n`` header blocks: fresh memory each chunk would be
+        faulted in and zeroed by the kernel every time, a tenth of a scan's time."""
+        headers = getattr(self.local, "headers", None)
+        if headers is None or len(headers) < n:
+            headers = self.local.headers = np.empty((n, BLOCK), np.uint8)
+        return headers
+
+
+_PREADV = hasattr(os, "preadv")
 
 
 def scan_threads() -> int:
@@ -169,20 +224,24 @@ class _Candidates:
     posix_prefix: np.ndarray  # bool: POSIX magic and a non-empty prefix field
 
 
-def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReporter, threads: int) -> _Candidates:
+def _find_candidates(blocks: _BlockReader, path: str, reporter: ProgressReporter, threads: int) -> _Candidates:
     """Blocks with 'ustar' at byte 257, and their fields, a chunk of the file at a time.
 
     ``threads`` chunks are read at once; progress and cancel are handled here, in order.
     """
-    starts = range(0, len(blocks), _SCAN_CHUNK_BLOCKS)
+    starts = range(0, blocks.n_blocks, _SCAN_CHUNK_BLOCKS)
     pool = ThreadPoolExecutor(threads, thread_name_prefix="itar-scan") if threads > 1 and len(starts) > 1 else None
+
+    def candidates(start: int) -> tuple[np.ndarray, ...]:
+        part = blocks.chunk(start, path)
+        return block_candidates(part, start, blocks.scratch(len(part)))  # copies: both buffers are reused
+
     try:
-        found = pool.map(_chunk_candidates, [mm] * len(starts), [blocks] * len(starts), starts) if pool else (
-            _chunk_candidates(mm, blocks, start) for start in starts)
+        found = pool.map(candidates, starts) if pool else (candidates(start) for start in starts)
         parts = []
         for start, part in zip(starts, found):
             parts.append(part)
-            reporter.update(min(start + _SCAN_CHUNK_BLOCKS, len(blocks)) * BLOCK)
+            reporter.update(min(start + _SCAN_CHUNK_BLOCKS, blocks.n_blocks) * BLOCK)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)  # after a cancel or an error: chunks not begun never run
@@ -199,21 +258,17 @@ def _find_candidates(mm: mmap.mmap, blocks: np.ndarray, reporter: ProgressReport
 _NAMES_FIELD = 5  # position of names among _Candidates' fields
 
 
-def _chunk_candidates(mm: mmap.mmap, blocks: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-    """The candidate fields of one chunk. Telling the kernel we are done with the chunk keeps
-    the resident size flat however big the shard (the page cache keeps the data)."""
-    fields = block_candidates(blocks[start : start + _SCAN_CHUNK_BLOCKS], start)
-    if hasattr(mmap, "MADV_DONTNEED"):
-        mm.madvise(mmap.MADV_DONTNEED, start * BLOCK, min(_SCAN_CHUNK_BLOCKS, len(blocks) - start) * BLOCK)
-    return fields
+def block_candidates(part: np.ndarray, start: int, scratch: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The candidate fields (as :class:`_Candidates`) of (n, 512) blocks numbered from ``start``.
 
-
-def block_candidates(part: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-    """The candidate fields (as :class:`_Candidates`) of (n, 512) blocks numbered from ``start``."""
-    hits = np.flatnonzero(part[:, 257] == _USTAR[0])
-    if len(hits):
-        hits = hits[(part[hits, 257:262] == _USTAR).all(axis=1)]
-    headers = part[hits]
+    A candidate has ``ustar`` at byte 257: one word of each block is read (the only pass over
+    every block), and only the candidates' blocks are copied out, whole (the checksum needs
+    every byte), into ``scratch`` when given (at least n blocks; every field returned is a copy).
+    """
+    words = np.ascontiguousarray(part).view("<u8")
+    hits = np.flatnonzero((words[:, _MAGIC_WORD] & _MAGIC_MASK) == _MAGIC_VALUE)
+    # take: a third faster than part[hits]; "clip" (the hits are in range) lets it write to out directly
+    headers = np.take(part, hits, axis=0, out=None if scratch is None else scratch[: len(hits)], mode="clip")
     sizes, size_ok = parse_octal_columns(headers[:, 124:136])
     for i in np.flatnonzero(headers[:, 124] & 0x80):  # GNU base-256
         value = base256(bytes(headers[i, 124:136]))
@@ -225,16 +280,13 @@ def block_candidates(part: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
     return fields
 
 
-def _scan_vectorised(mm: mmap.mmap, path: str, file_size: int, reporter: ProgressReporter,
-                     threads: int = 1) -> TarScan | None:
-    n_blocks = file_size // BLOCK
-    if n_blocks == 0:
+def _scan_vectorised(blocks: _BlockReader, path: str, reporter: ProgressReporter, threads: int = 1) -> TarScan | None:
+    mm, file_size = blocks.mm, blocks.file_size
+    if blocks.n_blocks == 0:
         return None
-    blocks = np.frombuffer(mm, np.uint8, count=n_blocks * BLOCK).reshape(n_blocks, BLOCK)
-    if not blocks[0].any():
+    if mm[:BLOCK] == _ZERO_BLOCK:
         return _empty(path, file_size)  # an archive that is only its end marker
-    found = _find_candidates(mm, blocks, reporter, threads)
-    del blocks
+    found = _find_candidates(blocks, path, reporter, threads)
     cand = found.blocks
     if len(cand) == 0 or cand[0] != 0:
         return None

@@ -18,11 +18,20 @@ def parse_octal_columns(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, width = fields.shape
     # Fast form written by every common tool: the same number of zero-padded digits in every
     # row, then only NULs and spaces (e.g. "00000001750\0" for sizes, "001750\0 " for checksums).
-    is_digit = (fields >= 48) & (fields <= 55)
-    n_digits = int(is_digit[0].argmin()) if n and not is_digit[0].all() else width
-    if n and 0 < n_digits and is_digit[:, :n_digits].all() and np.isin(fields[:, n_digits:], (0, 32)).all():
-        digits = fields[:, :n_digits].astype(np.int64) - 48
-        return digits @ (8 ** np.arange(n_digits - 1, -1, -1, dtype=np.int64)), np.ones(n, bool)
+    # Digits minus '0' wrap below zero as uint8, so one test (<= 7) checks both bounds.
+    if n == 0:
+        return _parse_octal_general(fields)
+    first = (fields[0] - 48) <= 7
+    n_digits = int(first.argmin()) if not first.all() else width
+    if n_digits:
+        digits = fields[:, :n_digits] - np.uint8(48)
+        tail = fields[:, n_digits:]
+        if (digits <= 7).all() and ((tail == 0) | (tail == 32)).all():
+            value = digits[:, 0].astype(np.int64)
+            for col in range(1, n_digits):  # at most 12 digits: 36 bits
+                value <<= 3
+                value |= digits[:, col]
+            return value, np.ones(n, bool)
     return _parse_octal_general(fields)
 
 

@@ -28,7 +28,9 @@ def check_text_names(scan: TarScan, forbidden: bytes = b"") -> None:
     for byte in forbidden:
         if byte:  # a NUL ends every name field, so only a long name (pax, GNU) can hold one
             odd |= fields == byte
-    for row in sorted(set(np.flatnonzero(odd.any(axis=1)).tolist()) | set(scan.full_names)):
+    width = max(fields.shape[1], 1)
+    odd_rows = np.flatnonzero(odd) // width  # the rows of the odd bytes (none, usually): no per-row pass
+    for row in sorted(set(odd_rows.tolist()) | set(scan.full_names)):
         name = scan.name_bytes(row)
         try:
             name.decode("utf-8")

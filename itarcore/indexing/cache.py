@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import mmap
 import os
 import struct
 import threading
@@ -97,9 +98,10 @@ class ShardCache:
         """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
         try:
             with open(self._entry(identity), "rb", buffering=0) as fh:
-                data = bytearray(os.fstat(fh.fileno()).st_size)  # writable: the arrays are views of it
-                if fh.readinto(data) != len(data):  # read straight into it: a third faster than read() + copy
-                    return None
+                # Mapped, not read: no zeroed buffer to fault in and copy into (a fifth of a cached
+                # fold's index time). Copy-on-write, so the arrays are writable as before; entries
+                # are only ever replaced by a rename, so the mapped file never shrinks under us.
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
             return _decode(data, identity)
         except (OSError, ValueError, KeyError, TypeError, struct.error):
             return None
@@ -157,7 +159,7 @@ def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
     return bytes(out)
 
 
-def _decode(data: bytearray, identity: ShardIdentity) -> ShardMembers | None:
+def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMembers | None:
     magic, head_len = _HEAD.unpack_from(data, 0)
     if magic != MAGIC:
         return None

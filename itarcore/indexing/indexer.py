@@ -92,35 +92,45 @@ def _stems_and_extensions(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def _split_name_fields(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(stem_start, dot, end) per row, as whole-array numpy operations."""
-    if len(fields) == 0:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    nul = fields == 0
-    if fields.shape[1] == 0 or nul[:, 0].all():  # every name empty (argmax has no column to pick)
-        empty = np.zeros(len(fields), np.int64)
-        return empty, empty, empty
-    end = np.where(nul.any(axis=1), nul.argmax(axis=1), fields.shape[1])
-    width = int(end.max())
-    names = fields[:, :width]  # names are usually far shorter than the field
-    cols = np.arange(width)
-    inside = cols[None, :] < end[:, None]
-    slash = (names == ord("/")) & inside
-    start = np.where(slash.any(axis=1), width - slash[:, ::-1].argmax(axis=1), 0)
-    dot = (names == ord(".")) & inside & (cols[None, :] >= start[:, None])
-    dot_pos = np.where(dot.any(axis=1), dot.argmax(axis=1), end)
-    return start, dot_pos, end
+    """(stem_start, dot, end) per row, a column at a time.
+
+    Fields are (n, w) with n large and w small (names are cropped to the longest), so each
+    step is one operation over a column of every row: the first NUL and the first dot are
+    found walking the columns right to left, the last ``/`` left to right.
+    """
+    n, width = fields.shape
+    end = np.full(n, width, np.int64)
+    for col in range(width - 1, -1, -1):
+        np.putmask(end, fields[:, col] == 0, col)
+    start = np.zeros(n, np.int64)
+    has_slash = width > 0 and bool((fields == ord("/")).any())
+    if has_slash:
+        for col in range(width):
+            np.putmask(start, (fields[:, col] == ord("/")) & (end > col), col + 1)
+    dot = end.copy()
+    for col in range(width - 1, -1, -1):
+        found = (fields[:, col] == ord(".")) & (end > col)
+        if has_slash:
+            found &= start <= col
+        np.putmask(dot, found, col)
+    return start, dot, end
 
 
 def _gather(fields: np.ndarray, start: np.ndarray, length: np.ndarray, width: int) -> np.ndarray:
+    """``fields[i, start[i] : start[i] + length[i]]`` of every row, zero padded to ``width``, a column at a time."""
+    n = len(fields)
     if width == 0:
-        return np.zeros((len(fields), 0), np.uint8)
+        return np.zeros((n, 0), np.uint8)
     cols = np.arange(width)
     if not start.any():
         out = fields[:, :width].copy()
     else:
-        idx = np.minimum(start[:, None] + cols[None, :], fields.shape[1] - 1)
-        out = np.take_along_axis(fields, idx, axis=1)
+        out = np.empty((n, width), np.uint8)
+        flat = np.ascontiguousarray(fields).ravel()
+        row_starts = np.arange(n) * fields.shape[1]
+        last = fields.shape[1] - 1
+        for col in range(width):
+            out[:, col] = flat[row_starts + np.minimum(start + col, last)]
     out[cols[None, :] >= length[:, None]] = 0
     return out
 

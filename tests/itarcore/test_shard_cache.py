@@ -303,3 +303,32 @@ def test_tar_members_of_fold64_match_tarfile(fold64: Path) -> None:
                 members += len(tar.getmembers())
         assert ds.n_rows == members
         assert len(ds.index.crash_stems) == 1 and not ds.index.header.contiguous
+
+
+def test_loaded_tables_are_private_copies_of_the_entry(webds: Path, tmp_path: Path) -> None:
+    """Entries are mapped copy-on-write: a loaded table may be changed in memory, the entry on disk never is,
+    and an entry replaced (renamed over) while a table of it is in use leaves that table as it was."""
+    cache = ShardCache(tmp_path / "cache")
+    shard = min(webds.glob("train_*.tar"))
+    identity = ShardIdentity.of(shard)
+    cache.store(identity, shard_members(shard))
+    entry = cache.entry_path(identity)
+    before = entry.read_bytes()
+    loaded = cache.load(identity)
+    keyhash = loaded.keyhash.copy()
+    loaded.keyhash[:] = 0
+    loaded.stems[:] = 0
+    assert entry.read_bytes() == before
+    again = cache.load(identity)
+    np.testing.assert_array_equal(again.keyhash, keyhash)
+    cache.store(identity, shard_members(sorted(webds.glob("train_*.tar"))[1]))  # same key, another table
+    np.testing.assert_array_equal(again.keyhash, keyhash)
+
+
+def test_empty_entry_reads_as_absent(webds: Path, tmp_path: Path) -> None:
+    cache = ShardCache(tmp_path / "cache")
+    shard = min(webds.glob("train_*.tar"))
+    identity = ShardIdentity.of(shard)
+    cache.store(identity, shard_members(shard))
+    cache.entry_path(identity).write_bytes(b"")
+    assert cache.load(identity) is None
