@@ -107,8 +107,17 @@ def encode(img: Image.Image, fmt: str = "JPEG", **options: object) -> bytes:
     return out.getvalue()
 
 
-def test_near_duplicates_planted_across_folds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", [1, 3])
+def test_near_duplicates_planted_across_folds(tmp_path: Path, monkeypatch, threads: int) -> None:
     pytest.importorskip("imagehash")
+    import functools
+
+    from itarcore.content import near as near_module
+
+    # one thread, or three hashing each run's images (run.payloads are views: all hashed before the next run)
+    monkeypatch.setattr(near_module, "near_groups", functools.partial(near_module.near_groups, threads=threads))
+    monkeypatch.setattr(near_module, "iter_payload_runs",
+                        functools.partial(near_module.iter_payload_runs, batch_bytes=4096))  # many small runs
     train = [[(f"t{i:03d}.jpg", encode(noise_image(i), quality=95)) for i in range(20)]]
     val = [[(f"v{i:03d}.jpg", encode(noise_image(100 + i), quality=95)) for i in range(10)]]
     val[0] += [("nearA.jpg", encode(noise_image(3), quality=60)),  # t003 re-encoded
