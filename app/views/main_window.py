@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         cls = type(panel)
         dock = self.layout_.add_panel(panel, panel.title, f"panel:{cls.__module__}.{cls.__name__}")
         panel.highlightBytes.connect(self.follower.highlight_bytes)
+        panel.followBytes.connect(self.follower.follow_bytes)
         # a panel behind another tab is not what the user is looking at: it must not move the grid
         panel.selectRows.connect(
             lambda name, rows, p=panel: None if p.visibleRegion().isEmpty() else self.select_rows(name, rows))

@@ -28,7 +28,8 @@ class FormatPanel(QWidget):
     """Base for a format's extra view. Subclasses set ``title`` and build their UI in __init__."""
 
     title = "Panel"
-    highlightBytes = Signal(int, int)  # (offset, size): show these file bytes in the hex pane
+    highlightBytes = Signal(int, int)  # (offset, size): show these file bytes in the hex pane (the user asked)
+    followBytes = Signal(int, int)  # the same as a selection follows: a hex dock the user hid stays hidden
     selectRows = Signal(str, object)  # (table name, np.ndarray of rows): select/filter in that table's grid
     filterRows = Signal(str, object, str)  # (table name, rows, label): show only these rows in that grid
     statusMessage = Signal(str)

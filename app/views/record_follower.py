@@ -102,3 +102,7 @@ class RecordFollower(QObject):
         self.w.hex_dock.show()
         self.w.hex_dock.raise_()
         self.w.hex_pane.show_range(offset, size)
+
+    def follow_bytes(self, offset: int, size: int) -> None:
+        """A selection's bytes: the hex pane follows them, shown or not (the user's hidden dock stays hidden)."""
+        self.w.hex_pane.show_range(offset, size)

@@ -123,3 +123,16 @@ def test_the_ascii_column_is_whole_at_laptop_and_desktop_sizes(qtbot, window, tm
                     assert width < inspector.columnWidth(col), item.text()
     finally:
         app.setPalette(before)
+
+
+def test_a_hex_dock_the_user_hid_stays_hidden_while_a_selection_follows_bytes(qtbot, window):
+    """Selecting an array follows its bytes in the hex pane; only an explicit "show bytes" brings the dock back."""
+    open_file(qtbot, window, TREES)
+    window.hex_dock.hide()
+    panel = next(p for p in window.panels if p.title == "Array")
+    row = [it.key for it in panel.store.items_list].index("edges/child")
+    panel.on_row_selected("items", row)  # as a click in the items grid does
+    assert window.hex_dock.isHidden()
+    assert window.hex_pane.highlight == (5184, 5184 + 213 * 4)  # the array's bytes, per example.trees.keys.txt
+    panel.key_button.click()  # the user asks to see the key's bytes
+    assert window.hex_dock.isVisible() and window.hex_pane.highlight == (4032, 4032 + 11)

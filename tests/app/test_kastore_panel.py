@@ -80,7 +80,7 @@ def test_row_detail_pretty_prints_json(make_panel) -> None:
 def test_float64_column_plotted_and_listed(make_panel) -> None:
     panel = make_panel(EXAMPLE)
     highlighted: list[tuple[int, int]] = []
-    panel.highlightBytes.connect(lambda offset, size: highlighted.append((offset, size)))
+    panel.followBytes.connect(lambda offset, size: highlighted.append((offset, size)))
     select(panel, "nodes/time")
     ref = kastore.load(EXAMPLE, read_all=True)["nodes/time"]
     assert len(panel.curve.yData) == len(ref) == 73

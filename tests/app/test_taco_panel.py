@@ -80,7 +80,7 @@ def test_each_fixture_shows_its_entries(open_panel, name: str) -> None:
 def test_selecting_an_entry_highlights_its_bytes_and_member(open_panel, qtbot) -> None:
     panel = open_panel("taco_3entries.tacozip")
     highlights, selections = [], []
-    panel.highlightBytes.connect(lambda *a: highlights.append(a))
+    panel.followBytes.connect(lambda *a: highlights.append(a))  # a selection: followed, never forced into view
     panel.selectRows.connect(lambda *a: selections.append(a))
     panel.table.setCurrentCell(1, 0)
     assert highlights == [(2751, 1310)]

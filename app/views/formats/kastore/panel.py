@@ -179,8 +179,8 @@ class KastoreArrayPanel(FormatPanel):
             self.tabs.setCurrentIndex(self._preferred_tab)
         else:
             self.tabs.setCurrentIndex(self.values_tab)
-        self._emit_key_bytes()
-        self._emit_array_bytes()
+        self.followBytes.emit(self.store.base + item.key_start, item.key_len)
+        self.followBytes.emit(self.store.base + item.array_start, item.nbytes)
         self.statusMessage.emit(f"{item.key}: {item.type_name}[{item.length:,}]")
 
     def _plot(self, array: np.ndarray | None) -> None:

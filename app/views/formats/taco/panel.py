@@ -91,7 +91,7 @@ class TacoEntriesPanel(FormatPanel):
             return
         t = self.taco.targets[row]
         size = max(0, min(t.length, self.taco.zip.file_size - t.offset))
-        self.highlightBytes.emit(t.offset, size)
+        self.followBytes.emit(t.offset, size)
         if t.member is not None:
             member_row = self.taco.zip.members.index(t.member)
             self.selectRows.emit("members", np.array([member_row], dtype=np.int64))
