@@ -8,11 +8,20 @@ fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL`
 read-ahead, as ``cat``'s reads get); asking for each run ahead (``MADV_WILLNEED``) cost
 several times more CPU on a cold page cache. Hashing straight from the page cache costs
 a quarter of the CPU of ``pread`` into a buffer when the shards are cached.
+
+Where Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
+``POPULATE_AHEAD`` runs in while the caller works on this one (``madvise`` through
+ctypes, which lets go of the GIL; Python's ``mmap.madvise`` holds it): the caller then
+neither waits for the disk nor takes page faults, and reading overlaps its work.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import mmap
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +33,9 @@ from ..progress import CancelToken
 
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
+POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
+RESIDENCY_PROBES = 16  # pages of a run looked up to tell whether it is in the page cache
+MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
 
 
 @dataclass
@@ -83,22 +95,28 @@ def _runs_of_shard(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, s
     _check_bounds(ds, fid, rows, begin, end, len(mapped))
     reach = np.maximum.accumulate(end)  # ascending even where a damaged index has overlapping payloads
     # cut where the span from a run's first payload would pass batch_bytes (a big payload is a run alone)
+    runs = []
     i, n = 0, len(rows)
+    while i < n:
+        j = min(n, max(i + 1, int(np.searchsorted(reach, begin[i] + batch_bytes, side="right"))))
+        runs.append((i, j, int(begin[i]), int(reach[j - 1])))
+        i = j
     _advise(mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(mapped))  # read ahead far, as cat's reads do
-    try:
-        with memoryview(mapped) as whole:
-            while i < n:
-                limit = begin[i] + batch_bytes
-                j = min(n, max(i + 1, int(np.searchsorted(reach, limit, side="right"))))
-                first, last = int(begin[i]), int(reach[j - 1])
+    with memoryview(mapped) as whole:
+        populator = _Populator.start(whole, [(first, last) for _, _, first, last in runs])
+        try:
+            for i, j, first, last in runs:
                 with whole[first:last] as view:
                     yield PayloadRun(fid, rows[i:j], begin[i:j] - first, end[i:j] - first, view)
                 _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                if populator is not None:
+                    populator.room.release()
                 if cancel is not None:
                     cancel.raise_if_cancelled()
-                i = j
-    finally:
-        _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers of the shard browse it
+        finally:
+            if populator is not None:
+                populator.stop()  # before the mapping's buffer is let go
+            _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers browse the shard
 
 
 def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> None:
@@ -107,3 +125,70 @@ def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> Non
     page = mmap.PAGESIZE
     start = first // page * page
     mapped.madvise(advice, start, last - start)
+
+
+def _libc_calls() -> tuple[Callable[[int, int, int], int], Callable[[int, int, ctypes.Array], int]] | None:
+    """libc's madvise and mincore (ctypes lets go of the GIL while they run), or None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise, mincore = libc.madvise, libc.mincore
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    madvise.restype = mincore.restype = ctypes.c_int
+    return madvise, mincore
+
+
+_LIBC = _libc_calls()
+_populate_works = True  # False once the kernel refused MADV_POPULATE_READ
+
+
+class _Populator:
+    """Faults the runs of one shard's mapping in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead.
+
+    The caller releases ``room`` as it finishes each run, and calls ``stop`` (which waits for
+    the thread) before the mapping's buffer is released.
+    """
+
+    def __init__(self, address: int, spans: list[tuple[int, int]]) -> None:
+        self.address, self.spans = address, spans
+        self.room = threading.Semaphore(POPULATE_AHEAD + 1)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="payload-populate", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def start(cls, whole: memoryview, spans: list[tuple[int, int]]) -> _Populator | None:
+        if _LIBC is None or not _populate_works or len(whole) == 0:
+            return None
+        return cls(np.frombuffer(whole, np.uint8).ctypes.data, spans)
+
+    def _run(self) -> None:
+        global _populate_works
+        assert _LIBC is not None
+        madvise, mincore = _LIBC
+        page = mmap.PAGESIZE
+        resident = ctypes.create_string_buffer(1)
+        for first, last in self.spans:
+            self.room.acquire()
+            if self.stopping:
+                return
+            start = first // page * page
+            # a run already in the page cache (judged by a few of its pages: asking about all of them costs
+            # more than the faults) is left to the caller's page faults, which cost less than populating it;
+            # one that is not is read here, off the caller's thread
+            probes = range(start, last, max(page, (last - start) // RESIDENCY_PROBES // page * page))
+            if all(mincore(self.address + at, 1, resident) == 0 and resident.raw[0] & 1 for at in probes):
+                continue
+            if madvise(self.address + start, last - start, MADV_POPULATE_READ) != 0:
+                _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
+                if not _populate_works:
+                    return
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.room.release()
+        self.thread.join()
