@@ -146,6 +146,15 @@ _LIBC = _libc_calls()
 _populate_works = True  # False once the kernel refused MADV_POPULATE_READ
 
 
+def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: int, length: int,
+                   resident: ctypes.Array) -> bool:
+    """Whether the mapped range is in the page cache, judged by ``RESIDENCY_PROBES`` of its pages (asking
+    about every page costs more than the page faults it would spare)."""
+    page = mmap.PAGESIZE
+    step = max(page, length // RESIDENCY_PROBES // page * page)
+    return all(mincore(address + at, 1, resident) == 0 and resident.raw[0] & 1 for at in range(0, length, step))
+
+
 class _Populator:
     """Faults the runs of one shard's mapping in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead.
 
@@ -171,17 +180,15 @@ class _Populator:
         assert _LIBC is not None
         madvise, mincore = _LIBC
         page = mmap.PAGESIZE
-        resident = ctypes.create_string_buffer(1)
+        resident = ctypes.create_string_buffer(1)  # mincore's answer for one page
         for first, last in self.spans:
             self.room.acquire()
             if self.stopping:
                 return
             start = first // page * page
-            # a run already in the page cache (judged by a few of its pages: asking about all of them costs
-            # more than the faults) is left to the caller's page faults, which cost less than populating it;
-            # one that is not is read here, off the caller's thread
-            probes = range(start, last, max(page, (last - start) // RESIDENCY_PROBES // page * page))
-            if all(mincore(self.address + at, 1, resident) == 0 and resident.raw[0] & 1 for at in probes):
+            # a run already in the page cache is left to the caller's page faults, which cost less than
+            # populating it; one that is not is read here, off the caller's thread
+            if _in_page_cache(mincore, self.address + start, last - start, resident):
                 continue
             if madvise(self.address + start, last - start, MADV_POPULATE_READ) != 0:
                 _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
