@@ -128,9 +128,7 @@ def payload_rows(ds: Dataset, extensions: Collection[str] | None = None, skip: C
 
 
 def hash_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows in read order, digest high halves, low halves): xxh3-128 of each row's payload.
-
-    The payloads are read on a second thread (see :mod:`.payloads`) while this one hashes."""
+    """(rows in read order, digest high halves, low halves): xxh3-128 of each row's payload, from the page cache."""
     hasher = xxhash.xxh3_128_digest
     out_rows, digests = [np.zeros(0, np.int64)], []
     for run in iter_payload_runs(ds, rows, reporter.cancel):
@@ -140,6 +138,7 @@ def hash_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) -> tupl
         reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
     halves = np.frombuffer(b"".join(digests), ">u8").reshape(-1, 2).astype(np.uint64)
     return np.concatenate(out_rows), halves[:, 0].copy(), halves[:, 1].copy()
+
 
 WINDOW = 64  # bytes at each end of a payload that go into its fingerprint
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd constants of a multiply-xorshift mix (splitmix64)
@@ -193,29 +192,26 @@ def fingerprint_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) 
 
 
 def _shared_keys(*columns: np.ndarray) -> np.ndarray:
-    """Mask of the entries whose tuple of ``columns`` values occurs more than once."""
-    n = len(columns[0])
-    twin = np.zeros(n, bool)
-    if n < 2:
-        return twin
-    last = columns[-1]  # the most telling column first: only its repeated values need the full sort
-    by_last = np.argsort(last)
-    repeated = np.zeros(n, bool)
-    same_last = last[by_last][1:] == last[by_last][:-1]
-    repeated[by_last[1:][same_last]] = True
-    repeated[by_last[:-1][same_last]] = True
-    subset = np.flatnonzero(repeated)
-    order = subset[np.lexsort([c[subset] for c in columns[::-1]])]
-    n = len(order)
-    if n < 2:
-        return twin
-    same = np.ones(n - 1, bool)
-    for column in columns:
-        ordered = column[order]
-        same &= ordered[1:] == ordered[:-1]
-    twin[order[1:][same]] = True
-    twin[order[:-1][same]] = True
+    """Mask of the entries whose tuple of ``columns`` values occurs more than once.
+
+    The last column is the most telling: only entries whose value there repeats take part in
+    the sort by all columns."""
+    last = columns[-1]
+    maybe = np.flatnonzero(_repeats(last, np.argsort(last)))
+    twin = np.zeros(len(last), bool)
+    twin[maybe] = _repeats(np.rec.fromarrays([c[maybe] for c in columns]),
+                           np.lexsort([c[maybe] for c in columns[::-1]]))
     return twin
+
+
+def _repeats(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Mask of the entries of ``values`` equal to another; ``order`` sorts ``values``."""
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]
+    mask = np.zeros(len(values), bool)
+    mask[order[1:][same]] = True
+    mask[order[:-1][same]] = True
+    return mask
 
 
 def _global_ext_ids(datasets: list[Dataset]) -> tuple[list[str], list[np.ndarray]]:

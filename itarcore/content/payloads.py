@@ -21,6 +21,7 @@ import errno
 import mmap
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -108,14 +109,16 @@ def _runs_of_shard(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, s
             for i, j, first, last in runs:
                 with whole[first:last] as view:
                     yield PayloadRun(fid, rows[i:j], begin[i:j] - first, end[i:j] - first, view)
-                _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
                 if populator is not None:
-                    populator.room.release()
+                    populator.finished(first, last)
+                else:
+                    _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
                 if cancel is not None:
                     cancel.raise_if_cancelled()
         finally:
             if populator is not None:
-                populator.stop()  # before the mapping's buffer is let go
+                for first, last in populator.stop():  # before the mapping's buffer is let go
+                    _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
             _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers browse the shard
 
 
@@ -158,13 +161,15 @@ def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: in
 class _Populator:
     """Faults the runs of one shard's mapping in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead.
 
-    The caller releases ``room`` as it finishes each run, and calls ``stop`` (which waits for
-    the thread) before the mapping's buffer is released.
+    The caller hands each run back with ``finished`` (the thread drops its pages from this
+    process, as the caller would have) and calls ``stop`` (which waits for the thread) before
+    the mapping's buffer is released.
     """
 
     def __init__(self, address: int, spans: list[tuple[int, int]]) -> None:
         self.address, self.spans = address, spans
         self.room = threading.Semaphore(POPULATE_AHEAD + 1)
+        self.done: deque[tuple[int, int]] = deque()  # runs the caller finished, to drop from this process
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="payload-populate", daemon=True)
         self.thread.start()
@@ -183,6 +188,10 @@ class _Populator:
         resident = ctypes.create_string_buffer(1)  # mincore's answer for one page
         for first, last in self.spans:
             self.room.acquire()
+            while self.done:  # the caller's finished runs leave this process's page tables here, off its thread
+                a, b = self.done.popleft()
+                start = a // page * page
+                madvise(self.address + start, b - start, mmap.MADV_DONTNEED)
             if self.stopping:
                 return
             start = first // page * page
@@ -195,7 +204,14 @@ class _Populator:
                 if not _populate_works:
                     return
 
-    def stop(self) -> None:
+    def finished(self, first: int, last: int) -> None:
+        """The caller is done with the run ``[first, last)``: drop it and let the next one in."""
+        self.done.append((first, last))
+        self.room.release()
+
+    def stop(self) -> list[tuple[int, int]]:
+        """Wait for the thread; the finished runs it did not drop, for the caller to drop."""
         self.stopping = True
         self.room.release()
         self.thread.join()
+        return list(self.done)

@@ -150,3 +150,12 @@ def test_a_kernel_without_populate_read_falls_back_to_faults(tmp_path: Path, mon
         (ext, xxhash.xxh3_128_hexdigest(data)) for ext, data in truth_groups(index)}
     monkeypatch.setattr(payloads, "_LIBC", None)
     assert find_duplicates([index]).to_json() == before
+
+
+def test_shared_keys_against_counting_every_pair() -> None:
+    rng = np.random.default_rng(14)
+    for n in (0, 1, 2, 7, 300):
+        columns = [rng.integers(0, 3, n), rng.integers(0, 40, n), rng.integers(0, 5, n).astype(np.uint64)]
+        rows = list(zip(*(c.tolist() for c in columns)))
+        want = [rows.count(r) > 1 for r in rows]
+        assert dedup._shared_keys(*columns).tolist() == want
