@@ -9,7 +9,8 @@ read-ahead, as ``cat``'s reads get); asking for each run ahead (``MADV_WILLNEED`
 several times more CPU on a cold page cache. Hashing straight from the page cache costs
 a quarter of the CPU of ``pread`` into a buffer when the shards are cached.
 
-Where Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
+For a shard not in the page cache (a few of its pages asked with ``mincore``), where
+Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
 ``POPULATE_AHEAD`` runs in while the caller works on this one (``madvise`` through
 ctypes, which lets go of the GIL; Python's ``mmap.madvise`` holds it): the caller then
 neither waits for the disk nor takes page faults, and reading overlaps its work.
@@ -21,7 +22,6 @@ import errno
 import mmap
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -35,7 +35,7 @@ from ..progress import CancelToken
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
 POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
-RESIDENCY_PROBES = 16  # pages of a run looked up to tell whether it is in the page cache
+RESIDENCY_PROBES = 16  # runs of a shard whose first, middle and last pages tell whether it is in the page cache
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
 
 
@@ -109,16 +109,14 @@ def _runs_of_shard(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, s
             for i, j, first, last in runs:
                 with whole[first:last] as view:
                     yield PayloadRun(fid, rows[i:j], begin[i:j] - first, end[i:j] - first, view)
+                _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
                 if populator is not None:
-                    populator.finished(first, last)
-                else:
-                    _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                    populator.room.release()
                 if cancel is not None:
                     cancel.raise_if_cancelled()
         finally:
             if populator is not None:
-                for first, last in populator.stop():  # before the mapping's buffer is let go
-                    _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                populator.stop()  # before the mapping's buffer is let go
             _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers browse the shard
 
 
@@ -149,69 +147,62 @@ _LIBC = _libc_calls()
 _populate_works = True  # False once the kernel refused MADV_POPULATE_READ
 
 
-def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: int, length: int,
-                   resident: ctypes.Array) -> bool:
-    """Whether the mapped range is in the page cache, judged by ``RESIDENCY_PROBES`` of its pages (asking
+def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: int,
+                   spans: list[tuple[int, int]]) -> bool:
+    """Whether the runs are in the page cache, judged by ``RESIDENCY_PROBES`` pages spread over them (asking
     about every page costs more than the page faults it would spare)."""
     page = mmap.PAGESIZE
-    step = max(page, length // RESIDENCY_PROBES // page * page)
-    return all(mincore(address + at, 1, resident) == 0 and resident.raw[0] & 1 for at in range(0, length, step))
+    resident = ctypes.create_string_buffer(1)
+    picks = np.linspace(0, len(spans) - 1, min(len(spans), RESIDENCY_PROBES)).astype(int).tolist()
+    for k in sorted(set(picks)):
+        first, last = spans[k]
+        for at in {first, (first + last) // 2, last - 1}:
+            if mincore(address + at // page * page, 1, resident) != 0 or not resident.raw[0] & 1:
+                return False
+    return True
 
 
 class _Populator:
     """Faults the runs of one shard's mapping in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead.
 
-    The caller hands each run back with ``finished`` (the thread drops its pages from this
-    process, as the caller would have) and calls ``stop`` (which waits for the thread) before
-    the mapping's buffer is released.
+    Started only for a shard that is not in the page cache: where it is, the caller's own page
+    faults cost less than populating, and a thread of Python code between the GIL-free calls
+    would take the GIL from the caller. The caller releases ``room`` as it finishes each run,
+    and calls ``stop`` (which waits for the thread) before the mapping's buffer is released.
     """
 
     def __init__(self, address: int, spans: list[tuple[int, int]]) -> None:
         self.address, self.spans = address, spans
         self.room = threading.Semaphore(POPULATE_AHEAD + 1)
-        self.done: deque[tuple[int, int]] = deque()  # runs the caller finished, to drop from this process
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="payload-populate", daemon=True)
         self.thread.start()
 
     @classmethod
     def start(cls, whole: memoryview, spans: list[tuple[int, int]]) -> _Populator | None:
-        if _LIBC is None or not _populate_works or len(whole) == 0:
+        if _LIBC is None or not _populate_works or len(whole) == 0 or not spans:
             return None
-        return cls(np.frombuffer(whole, np.uint8).ctypes.data, spans)
+        address = np.frombuffer(whole, np.uint8).ctypes.data
+        if _in_page_cache(_LIBC[1], address, spans):
+            return None
+        return cls(address, spans)
 
     def _run(self) -> None:
         global _populate_works
         assert _LIBC is not None
-        madvise, mincore = _LIBC
+        madvise = _LIBC[0]
         page = mmap.PAGESIZE
-        resident = ctypes.create_string_buffer(1)  # mincore's answer for one page
         for first, last in self.spans:
             self.room.acquire()
-            while self.done:  # the caller's finished runs leave this process's page tables here, off its thread
-                a, b = self.done.popleft()
-                start = a // page * page
-                madvise(self.address + start, b - start, mmap.MADV_DONTNEED)
             if self.stopping:
                 return
             start = first // page * page
-            # a run already in the page cache is left to the caller's page faults, which cost less than
-            # populating it; one that is not is read here, off the caller's thread
-            if _in_page_cache(mincore, self.address + start, last - start, resident):
-                continue
             if madvise(self.address + start, last - start, MADV_POPULATE_READ) != 0:
                 _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
                 if not _populate_works:
                     return
 
-    def finished(self, first: int, last: int) -> None:
-        """The caller is done with the run ``[first, last)``: drop it and let the next one in."""
-        self.done.append((first, last))
-        self.room.release()
-
-    def stop(self) -> list[tuple[int, int]]:
-        """Wait for the thread; the finished runs it did not drop, for the caller to drop."""
+    def stop(self) -> None:
         self.stopping = True
         self.room.release()
         self.thread.join()
-        return list(self.done)
