@@ -3,8 +3,8 @@
 Rows are taken a chunk at a time, ordered by (shard, offset) within the chunk, and read
 from the shard's mmap in runs of at most ``BATCH_BYTES``, their pages dropped from this
 process behind each run (``MADV_DONTNEED``; the page cache keeps them), so a pass reads
-each shard sequentially with a resident size of about one run, whatever the size of the
-fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
+each shard sequentially with a resident size of about one run (``1 + POPULATE_AHEAD``
+runs on a cold page cache), whatever the size of the fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
 read-ahead, as ``cat``'s reads get); asking for each run ahead (``MADV_WILLNEED``) cost
 several times more CPU on a cold page cache. Hashing straight from the page cache costs
 a quarter of the CPU of ``pread`` into a buffer when the shards are cached.
