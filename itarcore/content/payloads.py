@@ -23,6 +23,7 @@ import mmap
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,42 +83,64 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
         order = np.lexsort((begin, fid))
         part, fid, begin, size = part[order], fid[order], begin[order], size[order]
         bounds = np.flatnonzero(np.diff(fid)) + 1
+        shards = []
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(part)]):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            shard = int(fid[a])
-            yield from _runs_of_shard(ds, shard, part[a:b], begin[a:b], size[a:b], batch_bytes, cancel)
+            shards.append(_ShardRuns.plan(ds, int(fid[a]), part[a:b], begin[a:b], size[a:b], batch_bytes))
+        yield from _read_shards(shards, cancel)
 
 
-def _runs_of_shard(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, size: np.ndarray,
-                   batch_bytes: int, cancel: CancelToken | None) -> Iterator[PayloadRun]:
-    mapped = ds.shard_map(fid)
-    end = begin + size
-    _check_bounds(ds, fid, rows, begin, end, len(mapped))
-    reach = np.maximum.accumulate(end)  # ascending even where a damaged index has overlapping payloads
-    # cut where the span from a run's first payload would pass batch_bytes (a big payload is a run alone)
-    runs = []
-    i, n = 0, len(rows)
-    while i < n:
-        j = min(n, max(i + 1, int(np.searchsorted(reach, begin[i] + batch_bytes, side="right"))))
-        runs.append((i, j, int(begin[i]), int(reach[j - 1])))
-        i = j
-    _advise(mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(mapped))  # read ahead far, as cat's reads do
-    with memoryview(mapped) as whole:
-        populator = _Populator.start(whole, [(first, last) for _, _, first, last in runs])
+@dataclass
+class _ShardRuns:
+    """The rows of one shard in a chunk, ascending by offset, cut into runs ``(i, j, first, last)``."""
+
+    fid: int
+    mapped: mmap.mmap
+    rows: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+    runs: list[tuple[int, int, int, int]]
+
+    @classmethod
+    def plan(cls, ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, size: np.ndarray,
+             batch_bytes: int) -> _ShardRuns:
+        mapped = ds.shard_map(fid)
+        end = begin + size
+        _check_bounds(ds, fid, rows, begin, end, len(mapped))
+        reach = np.maximum.accumulate(end)  # ascending even where a damaged index has overlapping payloads
+        # cut where the span from a run's first payload would pass batch_bytes (a big payload is a run alone)
+        runs = []
+        i, n = 0, len(rows)
+        while i < n:
+            j = min(n, max(i + 1, int(np.searchsorted(reach, begin[i] + batch_bytes, side="right"))))
+            runs.append((i, j, int(begin[i]), int(reach[j - 1])))
+            i = j
+        return cls(fid, mapped, rows, begin, end, runs)
+
+
+def _read_shards(shards: list[_ShardRuns], cancel: CancelToken | None) -> Iterator[PayloadRun]:
+    with ExitStack() as stack:
+        wholes = [stack.enter_context(memoryview(s.mapped)) for s in shards]
+        populator = _Populator.start(wholes, shards)
         try:
-            for i, j, first, last in runs:
-                with whole[first:last] as view:
-                    yield PayloadRun(fid, rows[i:j], begin[i:j] - first, end[i:j] - first, view)
-                _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
-                if populator is not None:
-                    populator.room.release()
-                if cancel is not None:
-                    cancel.raise_if_cancelled()
+            for s, whole in zip(shards, wholes):
+                # read ahead far, as cat's reads do; other readers of the shard browse it afterwards
+                _advise(s.mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(s.mapped))
+                try:
+                    for i, j, first, last in s.runs:
+                        with whole[first:last] as view:
+                            yield PayloadRun(s.fid, s.rows[i:j], s.begin[i:j] - first, s.end[i:j] - first, view)
+                        _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                        if populator is not None:
+                            populator.room.release()
+                        if cancel is not None:
+                            cancel.raise_if_cancelled()
+                finally:
+                    _advise(s.mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(s.mapped))
         finally:
             if populator is not None:
-                populator.stop()  # before the mapping's buffer is let go
-            _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers browse the shard
+                populator.stop()  # before the mappings' buffers are let go
 
 
 def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> None:
@@ -163,41 +186,50 @@ def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: in
 
 
 class _Populator:
-    """Faults the runs of one shard's mapping in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead.
+    """Faults runs in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead of the caller.
 
-    Started only for a shard that is not in the page cache: where it is, the caller's own page
-    faults cost less than populating, and a thread of Python code between the GIL-free calls
-    would take the GIL from the caller. The caller releases ``room`` as it finishes each run,
-    and calls ``stop`` (which waits for the thread) before the mapping's buffer is released.
+    Runs are ``(address, length)`` of a mapping, or None for a run of a shard already in the page
+    cache: there the caller's own page faults cost less than populating. Not started at all when
+    every shard is in the page cache (a thread of Python code between GIL-free calls takes the
+    GIL from the caller). It goes on from one shard to the next, so reading does not stop at a
+    shard's end. The caller releases ``room`` as it finishes each run, and calls ``stop`` (which
+    waits for the thread) before the mappings' buffers are released.
     """
 
-    def __init__(self, address: int, spans: list[tuple[int, int]]) -> None:
-        self.address, self.spans = address, spans
+    def __init__(self, spans: list[tuple[int, int] | None]) -> None:
+        self.spans = spans
         self.room = threading.Semaphore(POPULATE_AHEAD + 1)
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="payload-populate", daemon=True)
         self.thread.start()
 
     @classmethod
-    def start(cls, whole: memoryview, spans: list[tuple[int, int]]) -> _Populator | None:
-        if _LIBC is None or not _populate_works or len(whole) == 0 or not spans:
+    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns]) -> _Populator | None:
+        if _LIBC is None or not _populate_works:
             return None
-        address = np.frombuffer(whole, np.uint8).ctypes.data
-        if _in_page_cache(_LIBC[1], address, spans):
+        page = mmap.PAGESIZE
+        spans: list[tuple[int, int] | None] = []
+        for whole, s in zip(wholes, shards):
+            spans_of_shard = [(first, last) for _, _, first, last in s.runs]
+            address = np.frombuffer(whole, np.uint8).ctypes.data if len(whole) else 0
+            if not len(whole) or _in_page_cache(_LIBC[1], address, spans_of_shard):
+                spans += [None] * len(spans_of_shard)
+            else:
+                spans += [(address + first // page * page, last - first // page * page)
+                          for first, last in spans_of_shard]
+        if all(span is None for span in spans):
             return None
-        return cls(address, spans)
+        return cls(spans)
 
     def _run(self) -> None:
         global _populate_works
         assert _LIBC is not None
         madvise = _LIBC[0]
-        page = mmap.PAGESIZE
-        for first, last in self.spans:
+        for span in self.spans:
             self.room.acquire()
             if self.stopping:
                 return
-            start = first // page * page
-            if madvise(self.address + start, last - start, MADV_POPULATE_READ) != 0:
+            if span is not None and madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
                 _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
                 if not _populate_works:
                     return
