@@ -180,7 +180,8 @@ def content_section(index: Path, repeats: int) -> None:
           f"{'' if groups == expected else f'{expected:,}'}); stats read {notes['compute_stats (stats)']['images']:,} "
           "image headers")
     print("GB/s: payload bytes of the fold per second (cat reads them once, plus the tar headers); stats reads label "
-          "members and image headers only, dedup hashes every jpg and json payload (xxh3-128)")
+          "members and image headers only; dedup compares every jpg and json payload by a fingerprint of its first "
+          "and last 64 bytes, and hashes whole (xxh3-128) those whose fingerprint, size and extension repeat")
     print("CPU s: user + system time of the call (cat: of the whole process); on a busy machine it shows the work "
           "done where wall time mostly shows the wait for a core")
     print("target (issue 14): stats and dedup at least 0.7x the cat rate")

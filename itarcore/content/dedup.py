@@ -1,10 +1,15 @@
 """Duplicate payloads within and across folds (a leak when the same payload is in train and val).
 
-Every non-empty payload is hashed with xxh3-128, read shard by shard in large sequential
-runs; members with equal extension, size and hash form a group. Left out by default:
+Members with equal extension, size and xxh3-128 of the payload form a group. As file
+de-duplicators do (fclones, rmlint), payloads are first told apart cheaply: each gets a
+fingerprint of its first and last ``WINDOW`` bytes, taken for a whole run of payloads at
+once in numpy (no call per payload), read shard by shard in large sequential runs. Only
+payloads whose extension, size and fingerprint equal another's, in any fold, can be
+byte-identical; those alone are hashed whole. The groups are the same as hashing every
+payload; ``rows_hashed`` and ``bytes_hashed`` count every payload compared. Left out by default:
 empty payloads (all equal, carrying nothing), class labels (``cls``, ``cls2``: a class id
 is shared by design) and members without an extension (not part of a sample). A group whose members come from more
-than one fold is a cross-fold leak. Memory: about 40 bytes per hashed row, plus the
+than one fold is a cross-fold leak. Memory: about 40 bytes per compared row, plus the
 names of the duplicated members.
 
 With ``near=True`` (the ``content`` extra: ``imagehash``), images are also grouped by
@@ -13,9 +18,7 @@ perceptual hash (see :mod:`itarcore.content.near`).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -26,8 +29,9 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from ..rowpass import iter_row_chunks
+from .imagedims import is_image_extension
 from .names import stem_names
-from .payloads import iter_payload_runs
+from .payloads import PayloadRun, iter_payload_runs
 
 
 @dataclass
@@ -123,39 +127,91 @@ def payload_rows(ds: Dataset, extensions: Collection[str] | None = None, skip: C
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
-HASH_THREADS = 2  # xxhash releases the GIL while it hashes: two shards are hashed at a time
-
-
-def _hash_shard(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter,
-                lock: threading.Lock) -> tuple[np.ndarray, bytes]:
+def hash_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows in read order, digest high halves, low halves): xxh3-128 of each row's payload, from the page cache."""
     hasher = xxhash.xxh3_128_digest
-    out_rows, digests = [], []
+    out_rows, digests = [np.zeros(0, np.int64)], []
     for run in iter_payload_runs(ds, rows, reporter.cancel):
         view = run.view
         digests.append(b"".join([hasher(view[a:b]) for a, b in zip(run.starts.tolist(), run.ends.tolist())]))
         out_rows.append(run.rows)
-        with lock:
-            reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
-    return np.concatenate(out_rows), b"".join(digests)
+        reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
+    halves = np.frombuffer(b"".join(digests), ">u8").reshape(-1, 2).astype(np.uint64)
+    return np.concatenate(out_rows), halves[:, 0].copy(), halves[:, 1].copy()
 
 
-def hash_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter,
-              threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows in read order, digest high halves, low halves): xxh3-128 of each row's payload, shards in threads."""
-    if not len(rows):
-        empty = np.zeros(0, np.uint64)
-        return np.zeros(0, np.int64), empty, empty
-    fid = ds.rows["fid"][rows]
-    order = np.argsort(fid, kind="stable")
-    bounds = np.flatnonzero(np.diff(fid[order])) + 1
-    per_shard = np.split(rows[order], bounds)
-    for part in per_shard:
-        ds.shard_map(int(ds.rows["fid"][part[0]]))  # opened here, not concurrently by the workers
-    lock = threading.Lock()
-    with ThreadPoolExecutor(max_workers=max(1, threads or HASH_THREADS), thread_name_prefix="dedup-hash") as pool:
-        results = list(pool.map(lambda part: _hash_shard(ds, part, reporter, lock), per_shard))
-    halves = np.frombuffer(b"".join(d for _, d in results), ">u8").reshape(-1, 2).astype(np.uint64)
-    return np.concatenate([r for r, _ in results]), halves[:, 0].copy(), halves[:, 1].copy()
+WINDOW = 64  # bytes at each end of a payload that go into its fingerprint
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd constants of a multiply-xorshift mix (splitmix64)
+_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def _fingerprints(run: PayloadRun) -> np.ndarray:
+    """A 64-bit mix of the first and last ``WINDOW`` bytes of each payload of ``run`` (the whole of a short one).
+
+    Bytes past the end of a short payload count as zeros, and a short payload has no tail
+    window, so the fingerprint depends only on the payload's bytes and size: equal payloads
+    always get equal fingerprints.
+    """
+    buf = np.frombuffer(run.view, np.uint8)
+    starts, ends = run.starts, run.ends
+    sizes = ends - starts
+    n = len(starts)
+    # every WINDOW-byte slice of the run as a row, so one index fetches a window (no per-byte index arrays)
+    windows = np.lib.stride_tricks.as_strided(buf, (max(len(buf) - WINDOW + 1, 0), WINDOW), (1, 1), writeable=False)
+    head = np.zeros((n, WINDOW), np.uint8)
+    fits = starts + WINDOW <= len(buf)
+    if fits.all():
+        head[:] = windows[starts]
+    else:
+        head[fits] = windows[starts[fits]]
+        for i in np.flatnonzero(~fits).tolist():  # a short payload at the end of the run
+            head[i, : sizes[i]] = buf[starts[i] : ends[i]]
+    short = np.flatnonzero(sizes < WINDOW)
+    if len(short):
+        head[short] *= np.arange(WINDOW) < sizes[short, None]
+    tail = np.zeros((n, WINDOW), np.uint8)
+    long = np.flatnonzero(sizes >= WINDOW)
+    tail[long] = windows[ends[long] - WINDOW]
+    key = np.zeros(n, np.uint64)
+    for window in (head, tail):
+        for column in window.view("<u8").T:  # WINDOW / 8 rounds, each over all payloads at once
+            key = (key ^ column) * _MIX
+            key ^= key >> np.uint64(31)
+    key *= _MIX2
+    return key ^ (key >> np.uint64(29))
+
+
+def fingerprint_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) -> tuple[np.ndarray, np.ndarray]:
+    """(rows in read order, their fingerprints): see :func:`_fingerprints`."""
+    out_rows, keys = [np.zeros(0, np.int64)], [np.zeros(0, np.uint64)]
+    for run in iter_payload_runs(ds, rows, reporter.cancel):
+        keys.append(_fingerprints(run))
+        out_rows.append(run.rows)
+        reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
+    return np.concatenate(out_rows), np.concatenate(keys)
+
+
+def _shared_keys(*columns: np.ndarray) -> np.ndarray:
+    """Mask of the entries whose tuple of ``columns`` values occurs more than once.
+
+    The last column is the most telling: only entries whose value there repeats take part in
+    the sort by all columns."""
+    last = columns[-1]
+    maybe = np.flatnonzero(_repeats(last, np.argsort(last)))
+    twin = np.zeros(len(last), bool)
+    twin[maybe] = _repeats(np.rec.fromarrays([c[maybe] for c in columns]),
+                           np.lexsort([c[maybe] for c in columns[::-1]]))
+    return twin
+
+
+def _repeats(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Mask of the entries of ``values`` equal to another; ``order`` sorts ``values``."""
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]
+    mask = np.zeros(len(values), bool)
+    mask[order[1:][same]] = True
+    mask[order[:-1][same]] = True
+    return mask
 
 
 def _global_ext_ids(datasets: list[Dataset]) -> tuple[list[str], list[np.ndarray]]:
@@ -191,6 +247,35 @@ def _exact_groups(hashed: list[_Hashed], ext_names: list[str]) -> list[Duplicate
         groups.append(DuplicateGroup("exact", ext_names[int(ext[a])], int(size[a]), digest, members))
     groups.sort(key=lambda g: (g.members[0].fold, g.members[0].row))
     return groups
+
+
+def _hash_candidates(datasets: list[Dataset], todo: list[np.ndarray], ext_maps: list[np.ndarray],
+                     reporter: ProgressReporter, near: bool) -> list[_Hashed]:
+    """Fingerprint every row of ``todo``; hash whole the rows that may have a twin (and, for ``near``, all images)."""
+    seen = []
+    for ds, rows, ext_map in zip(datasets, todo, ext_maps):
+        done_rows, keys = fingerprint_rows(ds, rows, reporter)
+        extid = ds.rows["extid"][done_rows]
+        bad = np.flatnonzero(extid >= len(ds.extensions))
+        if len(bad):
+            ds.ext_of(int(done_rows[bad[0]]))  # raises the FormatError naming the row's offset
+        seen.append((done_rows, ext_map[extid.astype(np.int64)], ds.rows["size"][done_rows].astype(np.int64), keys))
+    twin = _shared_keys(*(np.concatenate([part[i] for part in seen]) for i in (1, 2, 3)))
+    wanted = np.split(twin, np.cumsum([len(part[0]) for part in seen])[:-1])
+    if near:
+        for f, ds in enumerate(datasets):
+            image_ext = np.array([is_image_extension(e) for e in ds.extensions] or [False], bool)
+            wanted[f] = wanted[f] | image_ext[ds.rows["extid"][seen[f][0]].astype(np.int64)]
+    candidates = [part[0][mask] for part, mask in zip(seen, wanted)]
+    reporter.total = reporter.done + max(1, sum(int(ds.rows["size"][rows].sum())
+                                                for ds, rows in zip(datasets, candidates)))
+    hashed = []
+    for ds, rows, ext_map in zip(datasets, candidates, ext_maps):
+        done_rows, hi, lo = hash_rows(ds, rows, reporter)
+        rec = ds.rows[done_rows]
+        hashed.append(_Hashed(done_rows, ext_map[rec["extid"].astype(np.int64)], rec["size"].astype(np.int64),
+                              hi, lo))
+    return hashed
 
 
 def name_members(datasets: list[Dataset], groups: list[DuplicateGroup]) -> None:
@@ -234,20 +319,12 @@ def find_duplicates(datasets: list[Dataset | str | os.PathLike[str]], *, progres
         total = sum(int(ds.rows["size"][rows].sum()) for ds, rows in zip(opened, todo))
         reporter = ProgressReporter(progress, max(total, 1), "bytes", cancel)
         ext_names, ext_maps = _global_ext_ids(opened)
-        hashed = []
-        for ds, rows, ext_map in zip(opened, todo, ext_maps):
-            done_rows, hi, lo = hash_rows(ds, rows, reporter)
-            rec = ds.rows[done_rows]
-            bad = np.flatnonzero(rec["extid"] >= len(ds.extensions))
-            if len(bad):
-                ds.ext_of(int(done_rows[bad[0]]))  # raises the FormatError naming the row's offset
-            hashed.append(_Hashed(done_rows, ext_map[rec["extid"].astype(np.int64)], rec["size"].astype(np.int64),
-                                  hi, lo))
+        hashed = _hash_candidates(opened, todo, ext_maps, reporter, near)
         report = DuplicateReport([ds.path for ds in opened], unique_fold_names(opened))
         report.missing_shards = [f"{name}/{shard}" for name, ds in zip(report.folds, opened)
                                  for shard in ds.missing_shards]
         report.groups = _exact_groups(hashed, ext_names)
-        report.rows_hashed = sum(len(h.rows) for h in hashed)
+        report.rows_hashed = sum(len(rows) for rows in todo)
         report.bytes_hashed = total
         reporter.finish()
         if near:

@@ -3,16 +3,27 @@
 Rows are taken a chunk at a time, ordered by (shard, offset) within the chunk, and read
 from the shard's mmap in runs of at most ``BATCH_BYTES``, their pages dropped from this
 process behind each run (``MADV_DONTNEED``; the page cache keeps them), so a pass reads
-each shard sequentially with a resident size of about one run, whatever the size of the
-fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
+each shard sequentially with a resident size of about one run (``1 + POPULATE_AHEAD``
+runs on a cold page cache), whatever the size of the fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
 read-ahead, as ``cat``'s reads get); asking for each run ahead (``MADV_WILLNEED``) cost
 several times more CPU on a cold page cache. Hashing straight from the page cache costs
 a quarter of the CPU of ``pread`` into a buffer when the shards are cached.
+
+For a shard not in the page cache (a few of its pages asked with ``mincore``), where
+Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
+``POPULATE_AHEAD`` runs in while the caller works on this one (``madvise`` through
+ctypes, which lets go of the GIL; Python's ``mmap.madvise`` holds it): the caller then
+neither waits for the disk nor takes page faults, and reading overlaps its work.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import mmap
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +35,9 @@ from ..progress import CancelToken
 
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
+POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
+RESIDENCY_PROBES = 16  # runs of a shard whose first, middle and last pages tell whether it is in the page cache
+MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
 
 
 @dataclass
@@ -69,36 +83,64 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
         order = np.lexsort((begin, fid))
         part, fid, begin, size = part[order], fid[order], begin[order], size[order]
         bounds = np.flatnonzero(np.diff(fid)) + 1
+        shards = []
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(part)]):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            shard = int(fid[a])
-            yield from _runs_of_shard(ds, shard, part[a:b], begin[a:b], size[a:b], batch_bytes, cancel)
+            shards.append(_ShardRuns.plan(ds, int(fid[a]), part[a:b], begin[a:b], size[a:b], batch_bytes))
+        yield from _read_shards(shards, cancel)
 
 
-def _runs_of_shard(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, size: np.ndarray,
-                   batch_bytes: int, cancel: CancelToken | None) -> Iterator[PayloadRun]:
-    mapped = ds.shard_map(fid)
-    end = begin + size
-    _check_bounds(ds, fid, rows, begin, end, len(mapped))
-    reach = np.maximum.accumulate(end)  # ascending even where a damaged index has overlapping payloads
-    # cut where the span from a run's first payload would pass batch_bytes (a big payload is a run alone)
-    i, n = 0, len(rows)
-    _advise(mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(mapped))  # read ahead far, as cat's reads do
-    try:
-        with memoryview(mapped) as whole:
-            while i < n:
-                limit = begin[i] + batch_bytes
-                j = min(n, max(i + 1, int(np.searchsorted(reach, limit, side="right"))))
-                first, last = int(begin[i]), int(reach[j - 1])
-                with whole[first:last] as view:
-                    yield PayloadRun(fid, rows[i:j], begin[i:j] - first, end[i:j] - first, view)
-                _advise(mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
-                if cancel is not None:
-                    cancel.raise_if_cancelled()
-                i = j
-    finally:
-        _advise(mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(mapped))  # other readers of the shard browse it
+@dataclass
+class _ShardRuns:
+    """The rows of one shard in a chunk, ascending by offset, cut into runs ``(i, j, first, last)``."""
+
+    fid: int
+    mapped: mmap.mmap
+    rows: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+    runs: list[tuple[int, int, int, int]]
+
+    @classmethod
+    def plan(cls, ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, size: np.ndarray,
+             batch_bytes: int) -> _ShardRuns:
+        mapped = ds.shard_map(fid)
+        end = begin + size
+        _check_bounds(ds, fid, rows, begin, end, len(mapped))
+        reach = np.maximum.accumulate(end)  # ascending even where a damaged index has overlapping payloads
+        # cut where the span from a run's first payload would pass batch_bytes (a big payload is a run alone)
+        runs = []
+        i, n = 0, len(rows)
+        while i < n:
+            j = min(n, max(i + 1, int(np.searchsorted(reach, begin[i] + batch_bytes, side="right"))))
+            runs.append((i, j, int(begin[i]), int(reach[j - 1])))
+            i = j
+        return cls(fid, mapped, rows, begin, end, runs)
+
+
+def _read_shards(shards: list[_ShardRuns], cancel: CancelToken | None) -> Iterator[PayloadRun]:
+    with ExitStack() as stack:
+        wholes = [stack.enter_context(memoryview(s.mapped)) for s in shards]
+        populator = _Populator.start(wholes, shards)
+        try:
+            for s, whole in zip(shards, wholes):
+                # read ahead far, as cat's reads do; other readers of the shard browse it afterwards
+                _advise(s.mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(s.mapped))
+                try:
+                    for i, j, first, last in s.runs:
+                        with whole[first:last] as view:
+                            yield PayloadRun(s.fid, s.rows[i:j], s.begin[i:j] - first, s.end[i:j] - first, view)
+                        _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                        if populator is not None:
+                            populator.room.release()
+                        if cancel is not None:
+                            cancel.raise_if_cancelled()
+                finally:
+                    _advise(s.mapped, getattr(mmap, "MADV_NORMAL", None), 0, len(s.mapped))
+        finally:
+            if populator is not None:
+                populator.stop()  # before the mappings' buffers are let go
 
 
 def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> None:
@@ -107,3 +149,92 @@ def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> Non
     page = mmap.PAGESIZE
     start = first // page * page
     mapped.madvise(advice, start, last - start)
+
+
+def _libc_calls() -> tuple[Callable[[int, int, int], int], Callable[[int, int, ctypes.Array], int]] | None:
+    """libc's madvise and mincore (ctypes lets go of the GIL while they run), or None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise, mincore = libc.madvise, libc.mincore
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    madvise.restype = mincore.restype = ctypes.c_int
+    return madvise, mincore
+
+
+_LIBC = _libc_calls()
+_populate_works = True  # False once the kernel refused MADV_POPULATE_READ
+
+
+def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: int,
+                   spans: list[tuple[int, int]]) -> bool:
+    """Whether the runs are in the page cache, judged by ``RESIDENCY_PROBES`` pages spread over them (asking
+    about every page costs more than the page faults it would spare)."""
+    page = mmap.PAGESIZE
+    resident = ctypes.create_string_buffer(1)
+    picks = np.linspace(0, len(spans) - 1, min(len(spans), RESIDENCY_PROBES)).astype(int).tolist()
+    for k in sorted(set(picks)):
+        first, last = spans[k]
+        for at in {first, (first + last) // 2, last - 1}:
+            if mincore(address + at // page * page, 1, resident) != 0 or not resident.raw[0] & 1:
+                return False
+    return True
+
+
+class _Populator:
+    """Faults runs in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead of the caller.
+
+    Runs are ``(address, length)`` of a mapping, or None for a run of a shard already in the page
+    cache: there the caller's own page faults cost less than populating. Not started at all when
+    every shard is in the page cache (a thread of Python code between GIL-free calls takes the
+    GIL from the caller). It goes on from one shard to the next, so reading does not stop at a
+    shard's end. The caller releases ``room`` as it finishes each run, and calls ``stop`` (which
+    waits for the thread) before the mappings' buffers are released.
+    """
+
+    def __init__(self, spans: list[tuple[int, int] | None]) -> None:
+        self.spans = spans
+        self.room = threading.Semaphore(POPULATE_AHEAD + 1)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="payload-populate", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns]) -> _Populator | None:
+        if _LIBC is None or not _populate_works:
+            return None
+        page = mmap.PAGESIZE
+        spans: list[tuple[int, int] | None] = []
+        for whole, s in zip(wholes, shards):
+            spans_of_shard = [(first, last) for _, _, first, last in s.runs]
+            address = np.frombuffer(whole, np.uint8).ctypes.data if len(whole) else 0
+            if not len(whole) or _in_page_cache(_LIBC[1], address, spans_of_shard):
+                spans += [None] * len(spans_of_shard)
+            else:
+                spans += [(address + first // page * page, last - first // page * page)
+                          for first, last in spans_of_shard]
+        if all(span is None for span in spans):
+            return None
+        return cls(spans)
+
+    def _run(self) -> None:
+        global _populate_works
+        assert _LIBC is not None
+        madvise = _LIBC[0]
+        for span in self.spans:
+            self.room.acquire()
+            if self.stopping:
+                return
+            if span is not None and madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
+                _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
+                if not _populate_works:
+                    return
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.room.release()
+        self.thread.join()

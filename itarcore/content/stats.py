@@ -206,6 +206,10 @@ def _run_stats(stats: FoldStats, source: LabelSource | None, run: PayloadRun, la
     """Labels and image sizes of one run of payloads, counted in batches."""
     buf = np.frombuffer(run.view, np.uint8)
     sizes = run.ends - run.starts
+    # fault the run's first page of every payload in, in one ascending sweep, before the label and image
+    # passes each sweep it: on a cold page cache one sweep keeps the kernel's read-ahead streaming
+    if len(run.starts):
+        buf[run.starts].max()
     if source is not None and labels.any():
         for label, count in source.count_labels(buf, run.starts[labels], sizes[labels]).items():
             _count_label(stats, label, run.fid, count)

@@ -5,6 +5,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import pytest
 from PIL import Image
 from scale_fold import add_member
 
@@ -51,3 +52,19 @@ def jpeg(width: int, height: int, seed: int) -> bytes:
     out = io.BytesIO()
     img.save(out, "JPEG", quality=90)
     return out.getvalue()
+
+
+READERS = ["populate", "faults"]
+
+
+def use_reader(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read payload runs populated ahead on a second thread, as on a cold page cache ("populate"), or by the
+    caller's page faults alone ("faults"), as where Linux lacks MADV_POPULATE_READ."""
+    from itarcore.content import payloads
+
+    if kind == "populate":
+        if payloads._LIBC is None:
+            pytest.skip("no libc madvise here")
+        monkeypatch.setattr(payloads, "_in_page_cache", lambda *args: False)
+    else:
+        monkeypatch.setattr(payloads, "_LIBC", None)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from content_folds import WEBDS, fold_shards, jpeg, shard_members, stem_ext, write_fold
+from content_folds import READERS, WEBDS, fold_shards, jpeg, shard_members, stem_ext, use_reader, write_fold
 from PIL import Image
 
 from itarcore.cli import main
@@ -47,8 +47,11 @@ def cls_label(ext: str, data: bytes) -> str | None:
     return data.decode().strip() if ext == "cls" else None
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("fold", ["train", "val", "mixed"])
-def test_stats_json_equals_tarfile_counts(fold: str, capsys: pytest.CaptureFixture) -> None:
+def test_stats_json_equals_tarfile_counts(fold: str, reader: str, capsys: pytest.CaptureFixture,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    use_reader(reader, monkeypatch)
     assert main(["stats", str(WEBDS / f"{fold}.taridx"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     want = truth(WEBDS, fold, cls_label)
