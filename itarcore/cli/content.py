@@ -77,7 +77,7 @@ def _group_line(g: dict[str, Any], shown: int = 4) -> str:
 def dedup_text(d: dict[str, Any], limit: int) -> str:
     s = d["summary"]
     lines = [(f"{len(d['folds'])} fold(s) ({', '.join(d['folds'])}): {d['rows_hashed']:,} payloads "
-             f"({_human(d['bytes_hashed'])}) hashed: {s['groups']:,} group(s) of identical payloads, "
+             f"({_human(d['bytes_hashed'])}) compared: {s['groups']:,} group(s) of identical payloads, "
              f"{s['cross_fold_groups']:,} across folds (leaks)")]
     if d["missing_shards"]:
         lines.append(f"  missing shards (not compared): {', '.join(d['missing_shards'])}")

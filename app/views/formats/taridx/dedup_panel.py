@@ -123,7 +123,7 @@ class DuplicatesPanel(JobPanel, FixedHintPanel):
         self._groups = groups
         leaks = len(report.cross_fold_groups)
         extra = sum(len(g.members) - 1 for g in report.groups)
-        text = (f"{report.rows_hashed:,} payloads ({report.bytes_hashed:,} bytes) hashed in {len(report.folds)} "
+        text = (f"{report.rows_hashed:,} payloads ({report.bytes_hashed:,} bytes) compared in {len(report.folds)} "
                 f"fold(s): {len(report.groups):,} group(s) of identical payloads, {extra:,} redundant member(s), "
                 f"{leaks:,} leak(s) across folds")
         if report.near_groups is not None:
