@@ -25,6 +25,14 @@ def use_offscreen_if_headless(env: dict[str, str] | None = None) -> bool:
     return True
 
 
+def has_display(env: dict[str, str] | None = None) -> bool:
+    """False only on Linux with no X or Wayland display and no platform chosen: Qt would abort there."""
+    env = os.environ if env is None else env
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
 def offscreen_with_screen(width: int, height: int) -> str:
     """A QT_QPA_PLATFORM value for the offscreen platform with one screen of this size (default 800×800)."""
     import json
@@ -85,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.screenshot and not (args.file or args.demo):
         print("itar-browser: --screenshot needs FILE or --demo", file=sys.stderr)
+        return 2
+    if not args.screenshot and not has_display():
+        print("itar-browser: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset): run it in a "
+              "desktop session or with ssh -X, or save a window grab with --screenshot PNG", file=sys.stderr)
         return 2
     if args.screenshot:
         use_offscreen_if_headless()  # a grab needs no screen: works over ssh and in CI

@@ -228,6 +228,29 @@ def test_screenshot_without_a_display_uses_offscreen_quietly(tmp_path):
     assert "propagateSizeHints" not in done.stderr and "xcb" not in done.stderr
 
 
+def test_without_a_display_the_window_command_says_so_instead_of_aborting(tmp_path):
+    """No DISPLAY, WAYLAND_DISPLAY or QT_QPA_PLATFORM: Qt would abort (SIGABRT) on xcb; one line and exit 2 instead."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("X and Wayland displays are a Linux matter")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env[SETTINGS_ENV] = str(tmp_path / "s.ini")
+    done = subprocess.run([sys.executable, "-m", "app.main", "--demo"], cwd=ROOT, env=env, check=False,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("itar-browser: no display")
+    assert "--screenshot" in done.stderr
+
+
+def test_has_display_on_linux():
+    from app.main import has_display
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("X and Wayland displays are a Linux matter")
+    assert not has_display({})
+    for given in ({"DISPLAY": ":0"}, {"WAYLAND_DISPLAY": "wayland-0"}, {"QT_QPA_PLATFORM": "offscreen"}):
+        assert has_display(given)
+
+
 def test_headless_platform_choice_respects_an_explicit_setting():
     from app.main import use_offscreen_if_headless
 
