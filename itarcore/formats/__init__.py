@@ -1,8 +1,8 @@
 """On-disk formats, one module each, and detection by magic bytes.
 
 Sniffing never raises: every test that decides "is this format X?" is a :func:`sniffer`,
-so a damaged file that trips a parser inside a test (Python's zipfile raising
-``NotImplementedError`` on a mangled version field, say) simply is not that format.
+so a damaged file that trips a parser inside a test (Python's zipfile refusing a
+mangled version field, say) simply is not that format.
 Only reading the file's first bytes can fail, with the ``OSError`` that says why.
 """
 from __future__ import annotations

@@ -78,3 +78,16 @@ def laptop_window(qtbot, monkeypatch, width: int = 1366, height: int = 768):
     window = make_window(qtbot)
     assert window.frameGeometry().width() <= width and window.frameGeometry().height() <= height - 28
     return window
+
+
+def axis_tick_specs(axis) -> list[tuple]:
+    """(rect, flags, text) of every tick label a pyqtgraph axis draws now, as it lays them out."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return list(specs[2]) if specs else []

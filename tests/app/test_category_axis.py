@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-from gui_helpers import settle
+from gui_helpers import axis_tick_specs, settle
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QImage, QPainter
 
 from app.views.formats.taridx.stats_plots import LabelBars, ShardExtHeatmap
 
@@ -21,13 +20,7 @@ SHARDS = [f"imagenet-1k-train-{i:06d}.tar" for i in range(40)]
 
 def drawn_texts(axis) -> list[tuple]:
     """(rect, text) of every tick label the axis draws now."""
-    image = QImage(8, 8, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        specs = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    return [(rect, text) for rect, _flags, text in specs[2]]
+    return [(rect, text) for rect, _flags, text in axis_tick_specs(axis)]
 
 
 def assert_apart_and_faithful(texts: list[tuple], names: list[str], axis) -> None:

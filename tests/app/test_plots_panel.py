@@ -163,35 +163,37 @@ def test_counting_an_index_releases_its_pages_and_stops_between_chunks(monkeypat
 
 def axis_text_rects(axis) -> list:
     """Scene rects of an axis's drawn texts: its tick labels (as the axis lays them out) and its title."""
-    from PySide6.QtGui import QImage, QPainter
+    from gui_helpers import axis_tick_specs
 
-    image = QImage(8, 8, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        specs = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    rects = [axis.mapRectToScene(rect) for rect, _flags, _text in (specs[2] if specs else [])]
+    rects = [axis.mapRectToScene(rect) for rect, _flags, _text in axis_tick_specs(axis)]
     if axis.label.isVisible():  # a QGraphicsTextItem: its rect has the document's blank margin around the text
         m = axis.label.document().documentMargin()
         rects.append(axis.label.mapRectToScene(axis.label.boundingRect().adjusted(m, m, -m, -m)))
     return rects
 
 
+def show_train_plots(qtbot, w):
+    """Open the train fixture fold in window ``w`` and bring its Plots panel forward, filled and laid out."""
+    from gui_helpers import open_file, settle
+
+    open_file(qtbot, w, WEBDS / "train.taridx")
+    plots = next(p for p in w.panels if p.title == "Plots")
+    with qtbot.waitSignal(plots.computed, timeout=10_000):
+        plots.parent().raise_()
+    settle()
+    return plots
+
+
 @pytest.mark.parametrize("size", [(1366, 768), (1440, 900)])
 def test_plots_keep_usable_heights_and_apart_labels_in_a_laptop_dock(qtbot, monkeypatch, tmp_path, size):
-    from gui_helpers import laptop_window, open_file, settle
+    from gui_helpers import laptop_window, settle
     from PySide6.QtCore import QPoint, QRect
 
     from app.views.formats.taridx.plots_panel import HIST_MIN_HEIGHT, SHARD_MIN_HEIGHT
 
     w = laptop_window(qtbot, monkeypatch, *size)
     try:
-        open_file(qtbot, w, WEBDS / "train.taridx")
-        plots = next(p for p in w.panels if p.title == "Plots")
-        with qtbot.waitSignal(plots.computed, timeout=10_000):
-            plots.parent().raise_()
-        settle()
+        plots = show_train_plots(qtbot, w)
         w.grab().save(str(tmp_path / f"plots-{size[0]}.png"))
         scroll = plots.plots_scroll
         for plot, least in ((plots.hist_plot, HIST_MIN_HEIGHT), (plots.rows_plot, SHARD_MIN_HEIGHT),
@@ -223,7 +225,7 @@ def test_plots_keep_usable_heights_and_apart_labels_in_a_laptop_dock(qtbot, monk
 
 
 def test_in_a_scrolling_dock_the_wheel_scrolls_the_plots_and_ctrl_wheel_zooms(qtbot, monkeypatch):
-    from gui_helpers import laptop_window, open_file, settle
+    from gui_helpers import laptop_window, settle
     from PySide6.QtCore import QPoint, QPointF, Qt
     from PySide6.QtGui import QWheelEvent
     from PySide6.QtWidgets import QApplication
@@ -237,11 +239,7 @@ def test_in_a_scrolling_dock_the_wheel_scrolls_the_plots_and_ctrl_wheel_zooms(qt
 
     w = laptop_window(qtbot, monkeypatch)
     try:
-        open_file(qtbot, w, WEBDS / "train.taridx")
-        plots = next(p for p in w.panels if p.title == "Plots")
-        with qtbot.waitSignal(plots.computed, timeout=10_000):
-            plots.parent().raise_()
-        settle()
+        plots = show_train_plots(qtbot, w)
         bar = plots.plots_scroll.verticalScrollBar()
         assert bar.maximum() > 0  # a laptop's dock: the plots scroll
         x_range = plots.hist_plot.getPlotItem().vb.viewRange()[0]

@@ -40,18 +40,24 @@ def test_resume_gc_is_a_no_op_when_the_collector_runs() -> None:
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
-def test_index_runs_with_the_collector_after_its_imports(collector_off: None, webds: Path, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from itarcore import jobs
-
-    seen = []
-    real = jobs.index_folds
+def collector_state_at(monkeypatch: pytest.MonkeyPatch, module, name: str) -> list[bool]:
+    """Whether the collector is on at each call of ``module.name``, as the calls happen."""
+    seen: list[bool] = []
+    real = getattr(module, name)
 
     def watching(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(jobs, "index_folds", watching)
+    monkeypatch.setattr(module, name, watching)
+    return seen
+
+
+def test_index_runs_with_the_collector_after_its_imports(collector_off: None, webds: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from itarcore import jobs
+
+    seen = collector_state_at(monkeypatch, jobs, "index_folds")
     out = tmp_path / "t.taridx"
     assert main(["index", str(webds), "--fold", "train", "--output", str(out), "--no-cache"]) == 0
     assert seen == [True]
@@ -62,14 +68,7 @@ def test_other_commands_run_with_the_collector(collector_off: None, webds: Path,
                                                monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from itarcore.cli import taridx
 
-    seen = []
-    real = taridx.info
-
-    def watching(*args, **kwargs):
-        seen.append(gc.isenabled())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(taridx, "info", watching)
+    seen = collector_state_at(monkeypatch, taridx, "info")
     assert main(["info", str(webds / "train.taridx"), "--json"]) == 0
     assert seen == [True] and json.loads(capsys.readouterr().out)["format"] == "taridx"
 

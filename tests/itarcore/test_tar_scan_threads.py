@@ -32,12 +32,17 @@ def make_many(path: Path, n: int = 120) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
+def many_with_truth(path: Path) -> list[tarfile.TarInfo]:
+    """Write the many-member tar; its regular members as tarfile reads them (the truth)."""
+    make_many(path)
+    with tarfile.open(path) as tf:
+        return [m for m in tf.getmembers() if m.isreg()]
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_threaded_scan_matches_tarfile(tmp_path: Path, small_chunks: int, threads: int) -> None:
     path = tmp_path / "many.tar"
-    make_many(path)
-    with tarfile.open(path) as tf:
-        truth = [m for m in tf.getmembers() if m.isreg()]
+    truth = many_with_truth(path)
     scan = scan_tar(path, compiled=False, threads=threads)
     assert scan.method == "vectorised"
     assert path.stat().st_size // 512 > 10 * small_chunks  # many chunks, so threads really split the work
@@ -82,9 +87,7 @@ def test_scan_without_preadv_copies_from_the_map_and_matches_tarfile(tmp_path: P
     """Where os.preadv is missing, each chunk is copied out of the map: the same members."""
     monkeypatch.setattr(tar_mod, "_PREADV", False)
     path = tmp_path / "many.tar"
-    make_many(path)
-    with tarfile.open(path) as tf:
-        truth = [m for m in tf.getmembers() if m.isreg()]
+    truth = many_with_truth(path)
     scan = scan_tar(path, compiled=False, threads=threads)
     assert scan.method == "vectorised"
     assert scan.names == [m.name for m in truth]

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from superqt import QElidingLabel, QRangeSlider, QSearchableComboBox
 
+from app.views.formats.taridx.plots_axes import human_size
 from itarcore.progress import CancelToken, ProgressCallback, ProgressReporter
 
 ALL_SHARDS = "All shards"
@@ -140,8 +141,6 @@ class RowPicker(QWidget):
         return int(lo), int(hi)
 
     def label(self) -> str:
-        from app.views.formats.taridx.plots_panel import human_size
-
         low, high = size_range_of_bins(*self.bins())
         text = f"sizes {human_size(low)} to < {human_size(high + 1)}"
         return f"shard {self.fid}, {text}" if self.fid >= 0 else text

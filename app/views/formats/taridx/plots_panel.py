@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.formats.taridx.plots_axes import ByteCountAxis, ShardAxis, SizeAxis, human_size
 from app.views.formats.taridx.plots_controls import RowPicker, select_rows
 from app.views.panels import FormatPanel
 from app.views.preview_widgets.theme import series_colour, style_plot
@@ -97,39 +98,6 @@ def compute_fold_stats(source: Any, n_ext: int, progress: ProgressCallback | Non
     used = np.flatnonzero(per_rows)
     n_shards = int(used[-1]) + 1 if len(used) else 0
     return FoldStats(hist.reshape(max(n_ext, 1), N_SIZE_BINS)[:n_ext], per_rows[:n_shards], per_bytes[:n_shards], n)
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-class SizeAxis(pg.AxisItem):
-    """x axis in log2 units labelled as sizes (1 B, 1 KiB, …)."""
-
-    def tickValues(self, minVal, maxVal, size):
-        lo, hi = int(np.floor(minVal)), int(np.ceil(maxVal))
-        step = max(1, (hi - lo) // 8 + 1)
-        major = [v for v in range(lo, hi + 1) if v % step == 0 and v >= 0]
-        return [(step, major)]
-
-    def tickStrings(self, values, scale, spacing):
-        return [human_size(2 ** int(v)) for v in values]
-
-
-class ByteCountAxis(pg.AxisItem):
-    """Linear axis of byte totals, labelled 12 KiB, 3.5 GiB, …"""
-
-    def tickStrings(self, values, scale, spacing):
-        return [human_size(max(float(v), 0.0)) for v in values]
-
-
-class ShardAxis(pg.AxisItem):
-    def tickStrings(self, values, scale, spacing):
-        return [str(int(v)) if float(v).is_integer() else "" for v in values]
 
 
 NARROW_WIDTH = 560  # below this the plots stack (a laptop's dock is ~360 px)
