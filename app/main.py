@@ -16,10 +16,14 @@ EXIT_WAIT_MS = 300
 OFFSCREEN_NOISE = ("does not support propagateSizeHints",)
 
 
+def _display_or_platform_named(env: dict[str, str]) -> bool:
+    return bool(env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
 def use_offscreen_if_headless(env: dict[str, str] | None = None) -> bool:
     """Pick Qt's offscreen platform when there is no display (must run before the QApplication exists)."""
     env = os.environ if env is None else env
-    if env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+    if _display_or_platform_named(env):
         return False
     env["QT_QPA_PLATFORM"] = "offscreen"
     return True
@@ -28,9 +32,7 @@ def use_offscreen_if_headless(env: dict[str, str] | None = None) -> bool:
 def has_display(env: dict[str, str] | None = None) -> bool:
     """False only on Linux with no X or Wayland display and no platform chosen: Qt would abort there."""
     env = os.environ if env is None else env
-    if not sys.platform.startswith("linux"):
-        return True
-    return bool(env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+    return not sys.platform.startswith("linux") or _display_or_platform_named(env)
 
 
 def offscreen_with_screen(width: int, height: int) -> str:

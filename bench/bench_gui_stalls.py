@@ -195,10 +195,14 @@ def remote_steps(app, folder: Path, delay_s: float) -> dict[str, Heartbeat]:
 
         def fetch_slowly() -> None:  # each round another row: its payload is not in the byte cache
             settled: list[int] = []
-            w.previewSettled.connect(lambda: settled.append(1))
+
+            def on_settled() -> None:
+                settled.append(1)
+
+            w.previewSettled.connect(on_settled)
             w.go_to_row(next(rows))
             wait_for(app, lambda: bool(settled) and not w.preview.fetching)
-            w.previewSettled.disconnect()
+            w.previewSettled.disconnect(on_settled)  # only this step's slot: the window's own stay
 
         out = {f"remote: a payload the server holds back {delay_s:g} s": best_of(app, fetch_slowly)}
         w.shutdown()

@@ -69,6 +69,10 @@ class OffGuiThread:
     def release(self) -> None:
         self.gate.set()
 
+    def hold_again(self) -> None:
+        """Hold the next calls too (after a release)."""
+        self.gate.clear()
+
     def ran(self, name: str) -> bool:
         return any(n == name for n, _ in self.calls)
 

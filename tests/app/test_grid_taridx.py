@@ -124,7 +124,7 @@ def test_a_10m_row_index_counts_and_sorts_off_the_gui_thread(qtbot, window, tmp_
     counts = np.bincount(extid, minlength=len(EXTS))
     assert [exts.model.text(i, 2) for i in range(len(EXTS))] == [str(int(c)) for c in counts]
     # a click on Size: the first sorted screen at once, the full order held in its worker meanwhile
-    spy.gate.clear()
+    spy.hold_again()
     window.tabs.setCurrentWidget(rows_tab)
     header = rows_tab.grid.view.horizontalHeader()
     col = [c.title for c in rows_tab.table.columns].index("Size")
