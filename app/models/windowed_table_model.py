@@ -11,9 +11,9 @@ known (``view_rows`` is shorter than ``n_view``): the rest show empty until the 
 order arrives. With ``fetch_in_background`` set (the grid sets it), lazy values that
 are not cached yet are read by a worker and painted when they arrive, so a costly
 resolver (per-extension counts over 100M rows, names on a cold disk) never runs on the
-GUI thread while painting; ``value``/``text`` stay synchronous for copy and export. A
-column whose values are an array-like read on demand (the rows of a remote index, fetched
-in blocks) is lazy in the same way: placeholders until a worker has its block.
+GUI thread while painting; ``value``/``text`` stay synchronous for copy and export. The
+columns of a remote index are resolvers of the rows asked for, so they are lazy in the same
+way: placeholders until a worker has their block.
 """
 from __future__ import annotations
 
@@ -309,10 +309,7 @@ def _resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tup
 
 
 def _resolve(column: Column, rows: np.ndarray) -> list[Any]:
-    values = column.values
     try:
-        if not callable(values):  # an array read on demand (the rows of a remote index): index it here
-            return list(values[rows])
-        return list(values(rows))
+        return list(column.get(rows))
     except Exception as exc:  # noqa: BLE001 - a bad row must not break painting
         return [f"⚠ {exc}"] * len(rows)

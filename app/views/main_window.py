@@ -5,8 +5,6 @@ their Document's hooks (payload, byte_range, lookup, drill).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent, QShowEvent
@@ -29,7 +27,7 @@ from app.views.status import StatusArea, WarningBanner
 from app.views.table_tab import TableTab
 from app.workers import JobWorker
 from itarcore.document import Document
-from itarcore.storage import basename, display_name, is_url
+from itarcore.storage import absolute, basename, display_name
 
 
 class MainWindow(QMainWindow):
@@ -125,7 +123,7 @@ class MainWindow(QMainWindow):
         ``storage_options`` (fsspec) for a URL are kept for this session only; without them a URL
         opened before in this session reuses its options.
         """
-        path = os.fspath(path) if is_url(path) else os.path.abspath(os.fspath(path))
+        path = absolute(path)
         if self._open_worker is not None:
             return  # one open at a time; the menu is disabled meanwhile
         self.remote.remember(path, storage_options)

@@ -11,7 +11,7 @@ import os
 
 from PySide6.QtCore import QSettings
 
-from itarcore.storage import display_name, is_url
+from itarcore.storage import absolute, display_name, is_url
 
 ORGANISATION = "itar"
 APPLICATION = "itar-browser"
@@ -46,7 +46,7 @@ def _push_front(settings: QSettings, key: str, item: str, limit: int) -> list[st
 
 def storable_name(path: str) -> str:
     """How a path or URL is remembered: local paths absolute, URLs without their secrets."""
-    return display_name(path) if is_url(path) else os.path.abspath(path)
+    return display_name(path) if is_url(path) else absolute(path)
 
 
 def recent_files(settings: QSettings) -> list[str]:

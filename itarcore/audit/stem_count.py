@@ -18,7 +18,7 @@ import tempfile
 
 import numpy as np
 
-from ..formats.taridx import RECORD_SIZE, TaridxIndex
+from ..formats.taridx import RECORD_SIZE, TaridxIndex, contiguous_runs
 from ..keyindex import KeyIndex, build_key_index
 from ..progress import CancelToken
 from ..rowpass import DEFAULT_CHUNK_ROWS, iter_row_chunks
@@ -71,12 +71,11 @@ def _build_keys(index: TaridxIndex, cache_dir: str | os.PathLike[str] | None, ca
 
 def count_runs(index: TaridxIndex, cancel: CancelToken | None = None,
                chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
-    """Runs of equal (keyhash, crashid) among adjacent rows (``contiguous_runs``, a chunk at a time)."""
+    """Runs of equal (keyhash, crashid) among adjacent rows (:func:`contiguous_runs`, a chunk at a time)."""
     runs, last = 0, None
     for _, part in iter_row_chunks(index, chunk_rows, cancel=cancel):
         kh, cid = part["keyhash"], part["crashid"]
-        change = (kh[1:] != kh[:-1]) | (cid[1:] != cid[:-1])
-        runs += 1 + int(np.count_nonzero(change))
+        runs += contiguous_runs(kh, cid)
         if last is not None and last == (kh[0], cid[0]):
             runs -= 1  # the run goes on across the chunk edge
         last = (kh[-1], cid[-1])
@@ -93,7 +92,7 @@ def _count_in_key_order(index: TaridxIndex, key_index: KeyIndex, cancel: CancelT
         if len(collisions):  # only rows of colliding keyhashes have crash ids: read just those
             hit = np.flatnonzero(np.isin(keys, collisions))
             crashid[hit] = index.rows["crashid"][rows[hit]]
-        n_stems += 1 + int(np.count_nonzero((keys[1:] != keys[:-1]) | (crashid[1:] != crashid[:-1])))
+        n_stems += contiguous_runs(keys, crashid)
     return n_stems
 
 
@@ -152,7 +151,7 @@ def _count_partition(index: TaridxIndex, lo: int, hi: int, held: int, cancel: Ca
         ccid = np.concatenate([c[1] for c in crashed])
         order = np.lexsort((ccid, ckh))
         ckh, ccid = ckh[order], ccid[order]
-        n_stems += 1 + int(np.count_nonzero((ckh[1:] != ckh[:-1]) | (ccid[1:] != ccid[:-1])))
+        n_stems += contiguous_runs(ckh, ccid)
     return n_stems
 
 

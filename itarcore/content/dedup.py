@@ -29,7 +29,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from ..rowpass import iter_row_chunks
-from .imagedims import is_image_extension
+from .imagedims import image_extension_mask
 from .names import stem_names
 from .payloads import PayloadRun, iter_payload_runs
 
@@ -226,13 +226,7 @@ def _exact_groups(hashed: list[_Hashed], ext_names: list[str]) -> list[Duplicate
     ext, size = np.concatenate([h.ext for h in hashed]), np.concatenate([h.size for h in hashed])
     hi, lo = np.concatenate([h.hi for h in hashed]), np.concatenate([h.lo for h in hashed])
     # only rows whose digest's high half occurs twice can be in a group: the full sort is of those few
-    by_hi = np.argsort(hi, kind="stable")
-    twin = np.zeros(len(hi), bool)
-    if len(hi) > 1:
-        same_hi = hi[by_hi][1:] == hi[by_hi][:-1]
-        twin[by_hi[1:][same_hi]] = True
-        twin[by_hi[:-1][same_hi]] = True
-    cand = np.flatnonzero(twin)
+    cand = np.flatnonzero(_repeats(hi, np.argsort(hi, kind="stable")))
     order = cand[np.lexsort((rows[cand], fold[cand], lo[cand], hi[cand], size[cand], ext[cand]))]
     ext, size, hi, lo = ext[order], size[order], hi[order], lo[order]
     same = (ext[1:] == ext[:-1]) & (size[1:] == size[:-1]) & (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])
@@ -264,7 +258,7 @@ def _hash_candidates(datasets: list[Dataset], todo: list[np.ndarray], ext_maps: 
     wanted = np.split(twin, np.cumsum([len(part[0]) for part in seen])[:-1])
     if near:
         for f, ds in enumerate(datasets):
-            image_ext = np.array([is_image_extension(e) for e in ds.extensions] or [False], bool)
+            image_ext = image_extension_mask(ds.extensions)
             wanted[f] = wanted[f] | image_ext[ds.rows["extid"][seen[f][0]].astype(np.int64)]
     candidates = [part[0][mask] for part, mask in zip(seen, wanted)]
     reporter.total = reporter.done + max(1, sum(int(ds.rows["size"][rows].sum())

@@ -29,6 +29,11 @@ def is_image_extension(ext: str) -> bool:
     return last_part(ext) in IMAGE_EXTENSIONS
 
 
+def image_extension_mask(extensions: list[str]) -> np.ndarray:
+    """Per extension id: is it an image Pillow can read (never empty, so indexing it by id 0 works)."""
+    return np.array([is_image_extension(e) for e in extensions] or [False], bool)
+
+
 def format_codes(extensions: list[str]) -> np.ndarray:
     """The TBL format code of each extension (which header parser to try first; 0: Pillow decides)."""
     return np.array([EXT_FORMATS.get(last_part(e), 0) for e in extensions] or [0], np.uint8)

@@ -20,7 +20,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..errors import ItarError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
-from .imagedims import is_image_extension
+from .imagedims import image_extension_mask
 from .payloads import iter_payload_runs
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def near_groups(datasets: list[Dataset], hashed: list[_Hashed], max_distance: in
     folds, rows, digests, phashes = [], [], [], []
     jobs = []
     for f, (ds, h) in enumerate(zip(datasets, hashed)):
-        image_ext = np.array([is_image_extension(e) for e in ds.extensions] or [False], bool)
+        image_ext = image_extension_mask(ds.extensions)
         is_image = image_ext[ds.rows["extid"][h.rows].astype(np.int64)]
         jobs.append((f, ds, h.rows[is_image], {int(r): (int(a), int(b)) for r, a, b in
                                                zip(h.rows[is_image], h.hi[is_image], h.lo[is_image])}))

@@ -28,7 +28,7 @@ from ..errors import DatasetError
 from ..progress import CancelToken, Progress, ProgressCallback, ProgressReporter
 from ..rowpass import iter_row_chunks
 from .dims import DimsHistogram
-from .imagedims import format_codes, image_sizes, is_image_extension
+from .imagedims import format_codes, image_extension_mask, image_sizes
 from .labels import UNREADABLE, LabelSource, resolve_label_source
 from .payloads import PayloadRun, iter_payload_runs
 from .sizehist import N_BINS, PERCENTILES, SizeHistograms
@@ -180,7 +180,7 @@ def _payload_pass(ds: Dataset, stats: FoldStats, source: LabelSource | None, rep
                   emit: Callable[[bool], None]) -> None:
     exts = stats.extensions
     is_label = np.array([source is not None and name == source.ext for name in exts] or [False])
-    is_image = np.array([is_image_extension(name) for name in exts] or [False])
+    is_image = image_extension_mask(exts)
     wanted = np.flatnonzero(is_label | is_image)
     present = np.array([f in ds.shard_paths for f in range(len(stats.shard_bytes))], bool)
     stats.missing_shards = [ds.shard_name(f) for f in stats.fids if not present[f]]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .names import (
     StorageError,
+    absolute,
     basename,
     display_name,
     is_url,
@@ -36,7 +37,7 @@ from .sources import FetchStats, LocalSource, RangedSource, RemoteSource, merge_
 if TYPE_CHECKING:
     from ..progress import CancelToken, ProgressCallback
 
-__all__ = ["FetchStats", "LocalSource", "RangedSource", "RemoteSource", "StorageError", "basename",
+__all__ = ["FetchStats", "LocalSource", "RangedSource", "RemoteSource", "StorageError", "absolute", "basename",
            "call_with_retries", "describe_failure", "display_name", "fetch_to_file", "filesystem", "is_transient",
            "is_url", "join", "list_files", "local_copy", "local_path", "merge_ranges", "open_source", "parent",
            "parse_storage_options", "remote_call", "scrub", "secret_values", "write_atomic"]

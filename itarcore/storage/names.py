@@ -30,6 +30,12 @@ def is_url(path: str | os.PathLike[str]) -> bool:
     return isinstance(text, str) and bool(_SCHEME.match(text)) and not text.lower().startswith("file://")
 
 
+def absolute(path: str | os.PathLike[str]) -> str:
+    """A URL as it is, a local path made absolute."""
+    text = os.fspath(path)
+    return text if is_url(text) else os.path.abspath(text)
+
+
 def local_path(path: str | os.PathLike[str]) -> str:
     """A local path as a plain path (``file://`` removed)."""
     text = os.fspath(path)

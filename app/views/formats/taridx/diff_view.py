@@ -33,7 +33,7 @@ from app.workers import JobWorker
 from itarcore.diff import KIND_NAMES, IndexDiff, MemberSizes, diff_indexes, kept_rows, member_sizes
 from itarcore.document import Document
 from itarcore.formats.taridx import read_taridx
-from itarcore.storage import is_url
+from itarcore.storage import absolute, is_url
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
@@ -64,8 +64,8 @@ class DiffView(JobPanel):
     def __init__(self, document: Document, other: str, parent: QWidget | None = None,
                  storage_options: dict | None = None) -> None:
         super().__init__(document, parent)
-        self.open_path = _as_location(document.path)
-        self.other_path = _as_location(other)
+        self.open_path = absolute(document.path)
+        self.other_path = absolute(other)
         self.storage_options = storage_options  # the open URL's fsspec options (this session's only)
         self.open_is_new = True
         self.diff: IndexDiff | None = None
@@ -254,12 +254,6 @@ def _sample_lookup(diff: IndexDiff, pos: int, open_path: str, side: str) -> tupl
         with read_taridx(open_path, check_rows=False, storage_options=diff.storage_options) as index:
             rows = kept_rows(index, diff, [pos], side)[0]
     return rows, member_sizes(diff, [pos])[0]
-
-
-def _as_location(path: str | os.PathLike[str]) -> str:
-    """A URL as it is, a local path made absolute."""
-    text = os.fspath(path)
-    return text if is_url(text) else os.path.abspath(text)
 
 
 def compare_with(window: MainWindow, other: str | None = None) -> DiffView | None:
