@@ -146,6 +146,8 @@ class PlotsPanel(FormatPanel):
         self.bytes_plot: pg.PlotWidget | None = None
         self._pending: FoldStats | None = None  # counts that arrived before the plots were all built
         self._closed = False
+        self._narrow: bool | None = None  # the layout last fitted: narrow (stacked) or wide
+        self._legend_entries: list[str] = []  # one HTML entry per extension drawn
 
     def _build_plots(self) -> None:
         """The frame now; each plot in its own event-loop turn (a PlotWidget costs 20-40 ms to create)."""
@@ -165,8 +167,6 @@ class PlotsPanel(FormatPanel):
         legend_scroll.setWidget(self.legend)
         legend_scroll.setWidgetResizable(True)
         legend_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        legend_scroll.setMinimumWidth(150)
-        legend_scroll.setMaximumWidth(240)
         self._legend_scroll = legend_scroll
         self._bottom = QSplitter(Qt.Orientation.Horizontal)
         hist_box = QWidget()
@@ -239,7 +239,7 @@ class PlotsPanel(FormatPanel):
         if self.hist_plot is None:
             return
         narrow = self.width() < NARROW_WIDTH
-        if narrow == getattr(self, "_narrow", None):
+        if narrow == self._narrow:
             return
         self._narrow = narrow
         box = QHBoxLayout.Direction
@@ -252,10 +252,10 @@ class PlotsPanel(FormatPanel):
         self._render_legend()
 
     def _render_legend(self) -> None:
-        entries = getattr(self, "_legend_entries", [])
+        entries = self._legend_entries
         if not entries:
             self.legend.clear()
-        elif getattr(self, "_narrow", False):  # one flowing paragraph under the plot
+        elif self._narrow:  # one flowing paragraph under the plot
             self.legend.setText("<b>Extension (rows):</b> " + " &nbsp; ".join(entries))
         else:
             self.legend.setText("<b>Extension (rows)</b><br>" + "<br>".join(entries))
@@ -342,7 +342,7 @@ class PlotsPanel(FormatPanel):
     def _draw_histogram(self, stats: FoldStats) -> None:
         self.hist_plot.clear()
         self.hist_plot.addItem(self.size_region)
-        self._legend_entries: list[str] = []
+        self._legend_entries = []
         self._render_legend()
         entries = self._legend_entries
         used = np.nonzero(stats.size_hist.sum(axis=0))[0]
