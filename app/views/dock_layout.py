@@ -7,8 +7,8 @@ size hint can push it past the screen.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSettings, QSize, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
+from PySide6.QtCore import QEvent, QObject, QRect, QSettings, QSize, Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QWidget
 
 # Bump when the default dock arrangement changes, so layouts saved by older versions are not restored.
 LAYOUT_VERSION = 3
@@ -28,6 +28,30 @@ def screen_area(widget: QWidget) -> QRect:
                                                                         DEFAULT_SIZE.height())
 
 
+class WholeDockTabTitles(QObject):
+    """Tabified docks keep their whole titles and scroll, rather than eliding seven titles to "P…".
+
+    QMainWindow makes its dock tab bars itself, whenever a layout first needs one, so each is
+    configured as it is polished.
+    """
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        window.installEventFilter(self)
+        for bar in window.findChildren(QTabBar):
+            self.configure(bar)
+
+    @staticmethod
+    def configure(bar: QTabBar) -> None:
+        bar.setElideMode(Qt.TextElideMode.ElideNone)
+        bar.setUsesScrollButtons(True)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
+            self.configure(event.child())
+        return False
+
+
 class DockLayout:
     """Creates, sizes, saves and restores the docks of ``window``."""
 
@@ -38,6 +62,7 @@ class DockLayout:
         self._preview_dock: QDockWidget | None = None
         self._header_dock: QDockWidget | None = None
         self._hex_dock: QDockWidget | None = None
+        self._tab_titles = WholeDockTabTitles(window)
 
     def add(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self.w)

@@ -12,6 +12,9 @@ from app.style import banner_colors
 from itarcore.document import Document, Table
 from itarcore.progress import Progress
 
+FILE_LABEL_MAX_WIDTH = 320
+FILE_LABEL_MIN_CHARS = 24  # a long name keeps this much room, so it is never squeezed to a bare "…"
+
 
 class StatusArea(QObject):
     cancelRequested = Signal()
@@ -24,7 +27,7 @@ class StatusArea(QObject):
         self.file_label.setObjectName("statusFile")
         self.file_label.setElideMode(Qt.TextElideMode.ElideMiddle)
         self.file_label.setContentsMargins(6, 0, 6, 0)
-        self.file_label.setMaximumWidth(320)
+        self.file_label.setMaximumWidth(FILE_LABEL_MAX_WIDTH)
         self.format_label = self._label("statusFormat")
         self.rows_label = self._label("statusRows")
         self.selection_label = self._label("statusSelection")
@@ -67,8 +70,15 @@ class StatusArea(QObject):
         self.bar.showMessage(text, ms)
 
     def set_document(self, path: str, doc: Document | None) -> None:
-        self.file_label.setText(os.path.basename(path) if path else "No file")
+        name = os.path.basename(path) if path else "No file"
+        self.file_label.setText(name)
         self.file_label.setToolTip(path)
+        # the bar lays permanent widgets out by their minimum: without one, the name shows as "…"
+        metrics = self.file_label.fontMetrics()
+        room = metrics.horizontalAdvance(name) if len(name) <= FILE_LABEL_MIN_CHARS \
+            else metrics.averageCharWidth() * FILE_LABEL_MIN_CHARS
+        margins = self.file_label.contentsMargins()
+        self.file_label.setMinimumWidth(min(room + margins.left() + margins.right() + 2, FILE_LABEL_MAX_WIDTH))
         self.format_label.setText(doc.title if doc is not None else "")
         self.format_label.setVisible(doc is not None)
         if doc is not None and doc.tables:

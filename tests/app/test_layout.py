@@ -159,6 +159,39 @@ def test_a_closed_files_panels_leave_no_tab_behind(qtbot):
     window.shutdown()
 
 
+@pytest.mark.parametrize("reset", [False, True])
+def test_dock_tabs_keep_their_whole_titles_on_a_laptop(qtbot, monkeypatch, tmp_path, reset):
+    """Seven panels beside the preview in a 340-px dock: whole titles and scroll arrows, not "P…", "Sa…"."""
+    from PySide6.QtWidgets import QTabBar
+
+    window = laptop_window(qtbot, monkeypatch)
+    open_file(qtbot, window, WEBDS_INDEX / "train.taridx")
+    if reset:  # Reset Layout builds the tab group again, with new tab bars
+        view = next(a for a in window.menuBar().actions() if a.text() == "&View").menu()
+        next(a for a in view.actions() if a.text() == "&Reset Layout").trigger()
+    settle()
+    window.grab().save(str(tmp_path / "dock_tabs_1366.png"))
+    bar = next(b for b in window.findChildren(QTabBar) if b.parent() is window and b.isVisible())
+    titles = [bar.tabText(i) for i in range(bar.count())]
+    assert titles == ["Preview", *[p.title for p in window.panels]] and len(titles) >= 6
+    assert sum(bar.tabRect(i).width() for i in range(bar.count())) > bar.width()  # too many to fit: they scroll
+    for i, title in enumerate(titles):
+        assert bar.tabRect(i).width() >= bar.fontMetrics().horizontalAdvance(title), title
+    window.shutdown()
+
+
+def test_the_status_bar_shows_the_file_name_whole_on_a_laptop(qtbot, monkeypatch):
+    window = laptop_window(qtbot, monkeypatch)
+    open_file(qtbot, window, WEBDS_INDEX / "train.taridx")
+    window.status.show_message("Opened " + str(WEBDS_INDEX / "train.taridx"))  # a passing message takes room too
+    settle()
+    label = window.status.file_label
+    assert label.text() == "train.taridx" and label.isVisible()
+    margins = label.contentsMargins()
+    assert label.width() - margins.left() - margins.right() >= label.fontMetrics().horizontalAdvance("train.taridx")
+    window.shutdown()
+
+
 def test_a_very_long_file_name_never_widens_the_window(qtbot, tmp_path):
     long_name = tmp_path / ("a_very_long_file_name_" * 10 + ".trees")  # 226 characters
     long_name.write_bytes(TREES.read_bytes())
