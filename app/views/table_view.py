@@ -87,7 +87,8 @@ class TableGrid(QWidget):
         model.modelReset.connect(self._on_view_changed)
         model.layoutChanged.connect(self._on_view_changed)
         model.viewChanged.connect(self._update_scrollbar)
-        for signal in (model.viewChanged, model.windowMoved, model.lazyFetched, self.scrollbar.valueChanged):
+        for signal in (model.viewChanged, model.windowMoved, model.lazyFetched, model.rowsFetched,
+                       self.scrollbar.valueChanged):
             signal.connect(lambda *_: self._measure_timer.start())
         hh = self.view.horizontalHeader()
         hh.sortIndicatorChanged.connect(self._on_sort_indicator)
@@ -195,6 +196,7 @@ class TableGrid(QWidget):
         self.scrollbar.setPageStep(page)
         self.scrollbar.setValue(top)
         self._syncing = False
+        self.model.show_screen(top, page)
 
     def _on_scrollbar(self, top: int) -> None:
         if self._syncing:
