@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from itarcore.storage.residency import element_pages, in_file_mapping, pages_resident, populate
+from itarcore.storage.residency import element_pages, in_file_mapping, pages_resident, populate, read_if_cached
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "RWF_NOWAIT"), reason="needs Linux preadv2(RWF_NOWAIT)")
 
@@ -46,6 +46,8 @@ def test_residency_agrees_with_the_kernel_before_and_after_eviction_and_populate
         pages = element_pages(column, index)
         assert len(pages) == 3 and all(p % mmap.PAGESIZE == 0 for p in pages.tolist())
         assert pages_resident(pages)  # just written: in the page cache
+        assert read_if_cached(path, 8 * 300_000, 16) == values[300_000:300_002].tobytes()
+        assert read_if_cached(path, len(values) * 8 - 4, 100) == values[-1:].tobytes()[4:]  # clipped at the end
         evict(path, mapping)
         gone = pages_resident(pages)
         assert gone == cached_by_kernel(path, 300_000 * 8)  # the kernel agrees (tmpfs keeps pages: both True)
