@@ -51,9 +51,11 @@ def block_resident(columns: Sequence[Column], cols: Sequence[int], src: np.ndarr
     return pages_resident(_pages(columns, cols, src))
 
 
-def read_block(columns: Sequence[Column], cols: Sequence[int], first: int, src: np.ndarray) -> RowBlock:
-    """Copy rows ``src`` of columns ``cols``; their pages are brought in first, without the GIL."""
-    populate(_pages(columns, cols, src))
+def read_block(columns: Sequence[Column], cols: Sequence[int], first: int, src: np.ndarray,
+               in_ram: bool = False) -> RowBlock:
+    """Copy rows ``src`` of columns ``cols``; unless ``in_ram``, their pages are brought in first, without the GIL."""
+    if not in_ram:
+        populate(_pages(columns, cols, src))
     known = np.flatnonzero(src >= 0)
     order = np.argsort(src[known], kind="stable")  # read in file order
     values: dict[int, list[Any]] = {}

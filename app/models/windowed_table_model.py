@@ -235,7 +235,7 @@ class WindowedTableModel(QAbstractTableModel):
         first, last = max(0, top - margin), min(n, stop + margin)
         src = self._view_sources(first, last)
         if block_resident(self._columns, self._mapped, src):
-            self._set_block(read_block(self._columns, self._mapped, first, src))
+            self._set_block(read_block(self._columns, self._mapped, first, src, in_ram=True))
             return
         self._block_reading = (first, last)
         self._start_fetch(_read_block_job, self._block_fetched, self._columns, self._mapped, first, src)
