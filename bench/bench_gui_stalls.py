@@ -3,6 +3,7 @@
     python bench/bench_gui_stalls.py           # 10M rows, 4M for the panels, a 1 GiB hex file, 400 JPEGs,
                                                # a payload an HTTP server holds back 2 s (the remote issue's heartbeat)
     python bench/bench_gui_stalls.py --quick   # small sizes, a smoke run for CI
+    python bench/bench_gui_stalls.py --grid-only --grid-rows 100000000   # the grid steps alone, 100M rows
 
 A timer ticks every 5 ms on the GUI thread (``synthetic.Heartbeat``). Per step the table gives the
 longest stretch of the GUI thread's own CPU time between two ticks ("busy": the work the thread did
@@ -22,13 +23,22 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import Heartbeat, wait_for, write_index
+from synthetic import Heartbeat, cold_jumps, wait_for, write_index
 
 TARGET_MS = 50
 ROUNDS = 3
+
+
+class _Beat:
+    """A step measured in parts (the eviction between jumps left out): its longest busy and wall stretch."""
+
+    def __init__(self, max_busy_ms: float, max_gap_ms: float) -> None:
+        self.max_busy_ms, self.max_gap_ms = max_busy_ms, max_gap_ms
 
 
 def best_of(app, step: Callable[[], None], reset: Callable[[], None] | None = None) -> Heartbeat:
@@ -86,6 +96,11 @@ def grid_steps(app, folder: Path, n_rows: int) -> dict[str, Heartbeat]:
         wait_for(app, lambda: bool(applied))
 
     out[f"{n_rows:,} rows: sort by size, first screen to full order"] = best_of(app, sort, unsort)
+    sort()
+    rng = np.random.default_rng(4)
+    tops = rng.integers(0, max(1, rows.model.n_view - rows.grid.page_rows), 10).tolist()
+    cold = [cold_jumps(app, rows, w.document.source, path, tops) for _ in range(ROUNDS)]
+    out[f"{n_rows:,} rows sorted, not in the page cache: 10 jumps"] = _Beat(*min(cold)[:2])
     w.shutdown()
     w.deleteLater()
     return out
@@ -215,6 +230,8 @@ def remote_steps(app, folder: Path, delay_s: float) -> dict[str, Heartbeat]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--grid-rows", type=int, help="rows of the grid steps' index (default 10M)")
+    parser.add_argument("--grid-only", action="store_true", help="only the grid steps")
     parser.add_argument("--dir", type=Path, help="where to write the inputs (default: a temporary folder)")
     args = parser.parse_args()
     from PySide6.QtWidgets import QApplication
@@ -222,15 +239,17 @@ def main() -> int:
     app = QApplication.instance() or QApplication([])
     grid_rows, panel_rows, hex_size, jpegs = (
         (200_000, 200_000, 1 << 26, 40) if args.quick else (10_000_000, 4_000_000, 1 << 30, 400))
+    grid_rows = args.grid_rows or grid_rows
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         folder = Path(tmp)
         os.environ["ITARCORE_CACHE_DIR"] = str(folder / "cache")
         results: dict[str, Heartbeat] = {}
-        results.update(hex_steps(app, folder, hex_size))
         results.update(grid_steps(app, folder, grid_rows))
-        results.update(panel_steps(app, folder, panel_rows))
-        results.update(gallery_steps(app, folder, jpegs))
-        results.update(remote_steps(app, folder, 0.5 if args.quick else 2.0))
+        if not args.grid_only:
+            results.update(hex_steps(app, folder, hex_size))
+            results.update(panel_steps(app, folder, panel_rows))
+            results.update(gallery_steps(app, folder, jpegs))
+            results.update(remote_steps(app, folder, 0.5 if args.quick else 2.0))
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"GUI thread stalls, best of {ROUNDS} rounds (load average {' '.join(load)})")
     width = max(map(len, results)) + 2

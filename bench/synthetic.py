@@ -78,6 +78,46 @@ def drop_from_page_cache(*paths: Path) -> None:
             os.close(fd)
 
 
+def evict_index(dataset, path: Path) -> None:
+    """Make an open index cold again: its rows out of this process and out of the page cache (what a
+    1B-row index, bigger than RAM, is after a sort has read it)."""
+    dataset.index.release_rows(0, dataset.n_rows)
+    drop_from_page_cache(path)
+
+
+def cold_jumps(app, tab, dataset, path: Path, tops: list[int]) -> tuple[float, float, list[float], list[float]]:
+    """Jump the grid of an open index to each of ``tops`` with the index out of RAM before each jump.
+
+    Returns the GUI thread's longest busy and wall stretch (ms) while jumping and painting (the
+    eviction itself is not timed), and per jump the ms of the paint and until the screen showed
+    real values instead of placeholders.
+    """
+    from app.models.windowed_table_model import PENDING
+
+    model, grid = tab.model, tab.grid
+    inner = grid.view.verticalScrollBar()
+
+    def filled() -> bool:
+        rows = range(inner.value(), min(model.rowCount(), inner.value() + grid.page_rows))
+        return all(model.data(model.index(r, 0)) != PENDING for r in rows)
+
+    busy = gap = 0.0
+    paints, fills = [], []
+    for top in tops:
+        evict_index(dataset, path)
+        with Heartbeat(5) as beat:
+            t = time.perf_counter()
+            grid.scrollbar.setValue(int(top))
+            grid.view.viewport().repaint()
+            paints.append((time.perf_counter() - t) * 1000)
+            wait_for(app, filled)
+            fills.append((time.perf_counter() - t) * 1000)
+            app.processEvents()
+        busy, gap = max(busy, beat.max_busy_ms), max(gap, beat.max_gap_ms)
+        wait_for(app, lambda: not model.fetching)
+    return busy, gap, paints, fills
+
+
 def wait_for(app, cond, timeout: float = 300.0) -> None:
     """Run the Qt event loop until ``cond()`` holds (a benchmark step that never ends fails after ``timeout``)."""
     end = time.perf_counter() + timeout

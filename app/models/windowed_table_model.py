@@ -14,6 +14,14 @@ resolver (per-extension counts over 100M rows, names on a cold disk) never runs 
 GUI thread while painting; ``value``/``text`` stay synchronous for copy and export. The
 columns of a remote index are resolvers of the rows asked for, so they are lazy in the same
 way: placeholders until a worker has their block.
+
+Columns that live in a file mapping (a local index's rows) are painted from a
+:class:`~app.models.row_block.RowBlock`: a copy of the screen's rows and a margin of
+``MARGIN_SCREENS`` screens each side, read by the same private worker thread as the lazy
+values, or on the GUI thread when every page it needs is in RAM (then nothing flickers).
+The grid names the screen (``show_screen``); a block is read again once the screen comes
+within half a margin of its edge, so scrolling within the margin never waits, and a jump
+(a sort, a scrollbar drag, Go to row) shows placeholders until one read lands.
 """
 from __future__ import annotations
 
@@ -24,11 +32,13 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QThreadPool, Signal
 
+from app.models.row_block import RowBlock, block_resident, mapped_columns, read_block
 from app.workers import JobWorker
 from itarcore.document import Column, Table
 
 WINDOW = 20_000  # rows Qt sees: its headers do O(window) work on every layout change
 LAZY_CACHE_LIMIT = 500_000  # resolved lazy values kept (and searchable by the substring filter)
+MARGIN_SCREENS = 3  # screens of rows read ahead above and below the screen
 
 _NUMERIC = {"int", "hex", "size", "float"}
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -48,6 +58,7 @@ class WindowedTableModel(QAbstractTableModel):
     windowMoved = Signal(int)  # new window start (view row)
     viewChanged = Signal()  # filter or sort changed the view rows
     lazyFetched = Signal()  # background lazy values arrived and were painted
+    rowsFetched = Signal()  # a block of rows read in the background arrived and was painted
 
     def __init__(self, table: Table, window: int = WINDOW, parent: Any = None) -> None:
         super().__init__(parent)
@@ -70,6 +81,13 @@ class WindowedTableModel(QAbstractTableModel):
         self._fetch_pool: QThreadPool | None = None  # one private thread: never queued behind a long sort
         self._fetch_workers: dict[int, JobWorker] = {}  # running reads by serial number
         self._fetch_serial = 0
+        self._mapped = mapped_columns(self._columns)  # read from the block, never straight from the file
+        self._mapped_set = set(self._mapped)
+        self._block: RowBlock | None = None
+        self._block_reading: tuple[int, int] | None = None  # view rows a worker is reading
+        self._screen = (0, self.lazy_chunk)  # (top view row, rows) as the grid last named them
+        self._placeholders = False  # a mapped cell was painted as PENDING since the last block
+        self.margin_screens = MARGIN_SCREENS
 
     @staticmethod
     def _formatter(col: Column) -> Callable[[Any], str]:
@@ -143,10 +161,12 @@ class WindowedTableModel(QAbstractTableModel):
             # same row count: a layout change keeps the view's scroll and header state
             self.layoutAboutToBeChanged.emit()
             self.view_rows, self._n_pending, self.window_start = rows, pending, 0
+            self._check_block()
             self.layoutChanged.emit()
         else:
             self.beginResetModel()
             self.view_rows, self._n_pending, self.window_start = rows, pending, 0
+            self._check_block()
             self.endResetModel()
         self.viewChanged.emit()
 
@@ -160,6 +180,7 @@ class WindowedTableModel(QAbstractTableModel):
         self.view_rows = rows
         self._n_pending = n_view if rows is not None and n_view is not None and n_view > len(rows) else None
         self.window_start = max(0, min(self.window_start, self.n_view - self.window))
+        self._check_block()
         after = self.window_rows
         if after > before:
             self.beginInsertRows(_ROOT, before, after - 1)
@@ -171,6 +192,86 @@ class WindowedTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(after - 1, self.columnCount() - 1))
             self.headerDataChanged.emit(Qt.Orientation.Vertical, 0, after - 1)
         self.viewChanged.emit()
+
+    # ---- the block of mapped rows around the screen ------------------------------------
+    def show_screen(self, top: int, rows: int) -> None:
+        """The grid shows view rows ``top .. top + rows``: have them (and a margin) read."""
+        self._screen = (max(0, int(top)), max(1, int(rows)))
+        self._plan_block()
+
+    def _view_sources(self, first: int, stop: int) -> np.ndarray:
+        """Source rows of view rows ``first .. stop``: -1 where a sort has not placed one, -2 past the end."""
+        v = np.arange(first, stop, dtype=np.int64)
+        if self.view_rows is None:
+            return np.where(v < self.table.n_rows, v, -2)
+        src = np.where(v < self.n_view, -1, -2)
+        known = v < len(self.view_rows)
+        src[known] = self.view_rows[v[known]]
+        return src
+
+    def _block_valid(self, block: RowBlock) -> bool:
+        return np.array_equal(block.src, self._view_sources(block.first, block.stop))
+
+    def _check_block(self) -> None:
+        """After the view rows changed: keep the block only if its rows are still where they were."""
+        if self._block is not None and not self._block_valid(self._block):
+            self._block = None
+
+    def _plan_block(self, view_row: int | None = None) -> None:
+        """Read a new block if the screen (and half a margin each side) is not in hand or on its way."""
+        if not self._mapped or not self.fetch_in_background:
+            return
+        top, rows = self._screen
+        if view_row is not None and not top <= view_row < top + rows:
+            top = view_row  # a cell off the screen the grid named (a tooltip, a measure)
+        n = self.n_view
+        stop = min(n, top + rows)
+        margin = rows * self.margin_screens
+        need = (max(0, top - margin // 2), min(n, stop + margin // 2))
+        if need[1] <= need[0] or (self._block is not None and self._block.covers(*need)):
+            return
+        if self._block_reading is not None:
+            return  # one read at a time: when it lands, the screen is planned again
+        first, last = max(0, top - margin), min(n, stop + margin)
+        src = self._view_sources(first, last)
+        if block_resident(self._columns, self._mapped, src):
+            self._set_block(read_block(self._columns, self._mapped, first, src, in_ram=True))
+            return
+        self._block_reading = (first, last)
+        self._start_fetch(_read_block_job, self._block_fetched, self._columns, self._mapped, first, src)
+
+    def _set_block(self, block: RowBlock) -> None:
+        self._block = block
+        if not self._placeholders:
+            return
+        self._placeholders = False
+        lo, hi = max(block.first, self.window_start), min(block.stop, self.window_start + self.window_rows)
+        if hi > lo:
+            self.dataChanged.emit(self.index(lo - self.window_start, self._mapped[0]),
+                                  self.index(hi - 1 - self.window_start, self._mapped[-1]))
+            self.rowsFetched.emit()
+
+    def _block_fetched(self, result: tuple[int, RowBlock | None]) -> None:
+        serial, block = result
+        self._fetch_workers.pop(serial, None)
+        self._block_reading = None
+        if block is None:
+            return  # the read failed: the next scroll asks again
+        if self._block_valid(block):  # the view may have changed while it was read
+            self._set_block(block)
+        self._plan_block()  # the screen may have moved on meanwhile
+
+    def _display_mapped(self, col: int, view_row: int) -> str:
+        """The painted text of a mapped cell: from the block, or PENDING until a worker has read it."""
+        block = self._block
+        if block is None or not block.first <= view_row < block.stop:
+            self._plan_block(view_row)  # the rows may be in RAM: then they are read here and now
+            block = self._block
+            if block is None or not block.first <= view_row < block.stop:
+                self._placeholders = True
+                return PENDING if self.source_row(view_row) >= 0 else ""
+        value = block.values[col][view_row - block.first]
+        return "" if value is None else self._formatters[col](value)
 
     # ---- lazy values --------------------------------------------------------------
     def resolved(self, title: str) -> dict[int, Any]:
@@ -220,15 +321,20 @@ class WindowedTableModel(QAbstractTableModel):
 
     def _fetch(self, col: int, rows: np.ndarray) -> None:
         self._fetching[col].update(rows.tolist())
+        self._start_fetch(_resolve_job, self._fetched, col, self._columns[col], rows)
+
+    def _start_fetch(self, job: Callable[..., Any], on_result: Callable[[Any], None], *args: Any) -> None:
+        """Run ``job(serial, *args)`` on the model's one reading thread; ``on_result`` gets what it returns."""
         if self._fetch_pool is None:
             self._fetch_pool = QThreadPool(self)
             self._fetch_pool.setMaxThreadCount(1)
         self._fetch_serial += 1
-        worker = JobWorker(_resolve_job, self._fetch_serial, col, self._columns[col], rows, pass_progress=False)
+        worker = JobWorker(job, self._fetch_serial, *args, pass_progress=False)
         # a bound slot of this QObject: Qt drops the delivery if the model is deleted first (a closed file)
-        worker.returned.connect(self._fetched)
+        worker.returned.connect(on_result)
         self._fetch_workers[self._fetch_serial] = worker
         worker.start(self._fetch_pool)
+        return worker
 
     def _fetched(self, result: tuple[int, int, np.ndarray, list[Any]]) -> None:
         serial, col, rows, values = result
@@ -272,8 +378,11 @@ class WindowedTableModel(QAbstractTableModel):
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
         if role == _DISPLAY:
             view_row, col = self.window_start + index.row(), index.column()
-            if self.fetch_in_background and col in self._lazy:
-                return self._display_lazy(col, view_row)
+            if self.fetch_in_background:
+                if col in self._mapped_set:
+                    return self._display_mapped(col, view_row)
+                if col in self._lazy:
+                    return self._display_lazy(col, view_row)
             return self.text(view_row, col)
         if role == _ALIGN:
             return self._align[index.column()]
@@ -302,6 +411,14 @@ class WindowedTableModel(QAbstractTableModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         return _FLAGS
+
+
+def _read_block_job(serial: int, columns: list[Column], cols: list[int], first: int,
+                    src: np.ndarray) -> tuple[int, RowBlock | None]:
+    try:
+        return serial, read_block(columns, cols, first, src)
+    except Exception:  # noqa: BLE001 - a failed read leaves placeholders, never a broken paint
+        return serial, None
 
 
 def _resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tuple[int, int, np.ndarray, list[Any]]:

@@ -152,8 +152,11 @@ class MainWindow(QMainWindow):
         self.close_document()
         self.document, self.path = doc, path
         self.header_panel.set_fields(doc.header)
-        # a remote file's pages are read by the hex pane's worker, never on the GUI thread
-        self.hex_pane.set_source(doc.read_bytes, doc.file_size, background=self.remote.attach(doc))
+        # pages not in RAM (a remote file; a local one not in the page cache) are read by the hex pane's
+        # worker, never on the GUI thread
+        remote = self.remote.attach(doc)
+        self.hex_pane.set_source(doc.read_bytes, doc.file_size, background=True,
+                                 read_cached=None if remote else doc.read_bytes_if_cached)
         self.banner.set_warnings(doc.warnings)
         self._populating = True  # tabs appear one by one: no tab change to follow until all are in
         for table in doc.tables:

@@ -87,7 +87,8 @@ class TableGrid(QWidget):
         model.modelReset.connect(self._on_view_changed)
         model.layoutChanged.connect(self._on_view_changed)
         model.viewChanged.connect(self._update_scrollbar)
-        for signal in (model.viewChanged, model.windowMoved, model.lazyFetched, self.scrollbar.valueChanged):
+        for signal in (model.viewChanged, model.windowMoved, model.lazyFetched, model.rowsFetched,
+                       self.scrollbar.valueChanged):
             signal.connect(lambda *_: self._measure_timer.start())
         hh = self.view.horizontalHeader()
         hh.sortIndicatorChanged.connect(self._on_sort_indicator)
@@ -127,7 +128,7 @@ class TableGrid(QWidget):
     def _size_columns(self) -> None:
         """Widths from the titles and the first rows, measured once (not ResizeToContents)."""
         fm = self.view.fontMetrics()
-        sample = min(self.model.n_view, 40)
+        sample = min(self.model.window_rows, 40)
         for c in range(self.model.columnCount()):
             title = str(self.model.headerData(c, Qt.Orientation.Horizontal))
             width = fm.horizontalAdvance(title) + 36
@@ -136,8 +137,8 @@ class TableGrid(QWidget):
                 wide = "9" * len(f"{self.model.table.n_rows:,}") if col.kind in ("int", "size") else "x" * 20
                 width = max(width, fm.horizontalAdvance(wide) + 16)
                 continue
-            for r in range(sample):
-                width = max(width, fm.horizontalAdvance(self.model.text(r, c)) + 16)
+            for r in range(sample):  # as painted: a column in a file not in RAM says PENDING until it is read
+                width = max(width, fm.horizontalAdvance(str(self.model.data(self.model.index(r, c)))) + 16)
             self._set_width(c, min(width, MAX_AUTO_WIDTH))
         for c, col in enumerate(self.model.table.columns):
             saved = self._settings.value(self._width_key(col.title))
@@ -195,6 +196,7 @@ class TableGrid(QWidget):
         self.scrollbar.setPageStep(page)
         self.scrollbar.setValue(top)
         self._syncing = False
+        self.model.show_screen(top, page)
 
     def _on_scrollbar(self, top: int) -> None:
         if self._syncing:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import mmap
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -32,6 +31,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..formats.tar_fields import BLOCK
 from ..progress import CancelToken
+from ..storage.residency import libc_calls
 
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
@@ -151,22 +151,7 @@ def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> Non
     mapped.madvise(advice, start, last - start)
 
 
-def _libc_calls() -> tuple[Callable[[int, int, int], int], Callable[[int, int, ctypes.Array], int]] | None:
-    """libc's madvise and mincore (ctypes lets go of the GIL while they run), or None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        madvise, mincore = libc.madvise, libc.mincore
-    except (OSError, AttributeError):
-        return None
-    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
-    madvise.restype = mincore.restype = ctypes.c_int
-    return madvise, mincore
-
-
-_LIBC = _libc_calls()
+_LIBC = libc_calls()
 _populate_works = True  # False once the kernel refused MADV_POPULATE_READ
 
 

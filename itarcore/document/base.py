@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..storage.residency import read_if_cached
+
 
 @dataclass(frozen=True)
 class HeaderField:
@@ -157,6 +159,12 @@ class Document:
         with open(self.path, "rb") as fh:
             fh.seek(max(0, offset))
             return fh.read(max(0, min(size, limit)))
+
+    def read_bytes_if_cached(self, offset: int, size: int, limit: int = 4 << 20) -> bytes | None:
+        """As :meth:`read_bytes`, but None instead of waiting for the disk (or for a remote file)."""
+        if self.byte_source is not None:
+            return None
+        return read_if_cached(self.path, max(0, offset), max(0, min(size, limit)))
 
     @property
     def file_size(self) -> int:

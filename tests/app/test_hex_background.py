@@ -88,3 +88,29 @@ def test_a_failing_remote_read_is_said_once_and_not_retried_in_a_loop(qtbot, pan
         QApplication.processEvents()
     qtbot.wait(50)
     assert len(source.threads) == asked  # the failed pages are not asked again on every paint
+
+
+def test_a_local_files_pages_in_ram_show_at_once_and_the_others_come_from_a_worker(qtbot, pane, tmp_path):
+    """A local index not in the page cache (1B rows): the hex pane never reads the disk on the GUI thread."""
+    from itarcore.storage.residency import read_if_cached
+
+    path = tmp_path / "local.bin"
+    data = bytes(byte_at(i) for i in range(SIZE))
+    path.write_bytes(data)
+    cold = {3}  # this page "is not in RAM"; the others really are (just written)
+    threads: list[threading.Thread] = []
+
+    def read(offset: int, length: int) -> bytes:
+        threads.append(threading.current_thread())
+        return data[offset:offset + length]
+
+    def read_cached(offset: int, length: int) -> bytes | None:
+        return None if offset // PAGE in cold else read_if_cached(path, offset, length)
+
+    pane.set_source(read, SIZE, background=True, read_cached=read_cached)
+    view = pane.hex
+    assert view.read(0, 16) == data[:16] and threads == []  # in RAM: no placeholder, no worker
+    assert view.read(3 * PAGE, 16) is None  # not in RAM: asked of the worker
+    qtbot.waitUntil(lambda: view.read(3 * PAGE, 16) is not None, timeout=5000)
+    assert view.read(3 * PAGE, 16) == data[3 * PAGE:3 * PAGE + 16]
+    assert threads and all(t is not threading.main_thread() for t in threads)

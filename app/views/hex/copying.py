@@ -34,14 +34,17 @@ class SelectionCopier(QObject):
         if end - start > COPY_LIMIT:
             view.message.emit(f"Not copied: {end - start:,} bytes selected; a copy holds at most 1 MiB")
             return
-        if view.loader is None:
-            try:
-                data = view.cache.source.read(start, end - start)
+        read_cached = getattr(view.cache.source, "read_cached", None)
+        if view.loader is None or read_cached is not None:
+            try:  # a local file's bytes in RAM are copied at once; only a disk or network read goes to a worker
+                data = view.cache.source.read(start, end - start) if view.loader is None else \
+                    read_cached(start, end - start)
             except (OSError, ItarError) as exc:
                 self._failed(start, exc)
                 return
-            self._deliver(kind, start, data)
-            return
+            if data is not None:
+                self._deliver(kind, start, data)
+                return
         self.shutdown()
         view.message.emit(f"Reading {end - start:,} byte(s) to copy…")
         worker = JobWorker(view.cache.source.read, start, end - start, pass_progress=False)

@@ -22,10 +22,15 @@ class ByteSource(Protocol):
 
 
 class CallableSource:
-    """A ``read(offset, length)`` function (e.g. ``Document.read_bytes``, a ranged remote read) and a size."""
+    """A ``read(offset, length)`` function (e.g. ``Document.read_bytes``, a ranged remote read) and a size.
 
-    def __init__(self, read: Callable[[int, int], bytes], size: int) -> None:
+    ``read_cached(offset, length)``, if given, answers without waiting for the disk: bytes, or None.
+    """
+
+    def __init__(self, read: Callable[[int, int], bytes], size: int,
+                 read_cached: Callable[[int, int], bytes | None] | None = None) -> None:
         self._read, self.size = read, max(0, int(size))
+        self.read_cached = read_cached
 
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self._read(offset, length))
@@ -72,6 +77,20 @@ class PageCache:
     def missing(self, offset: int, length: int) -> list[int]:
         """Pages of [offset, offset+length) not held yet (a background loader fetches them)."""
         return [i for i in self._span(offset, length) if i not in self._pages]
+
+    def fill_from_memory(self, pages: list[int]) -> list[int]:
+        """Take the pages the source can give without waiting (a local file's page cache); the rest."""
+        read_cached = getattr(self.source, "read_cached", None)
+        if read_cached is None:
+            return pages
+        rest = []
+        for index in pages:
+            page = read_cached(index * PAGE, min(PAGE, self.size - index * PAGE))
+            if page is None:
+                rest.append(index)
+            else:
+                self.store({index: page})
+        return rest
 
     def store(self, pages: dict[int, bytes]) -> None:
         for index, page in pages.items():

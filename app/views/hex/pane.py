@@ -79,9 +79,11 @@ class HexPane(QWidget):
         """Width that shows offsets, hex and ASCII in full (the dock never needs to cut the ASCII column)."""
         return self.hex.content_width() + self.hex.verticalScrollBar().sizeHint().width() + 2 * self.hex.frameWidth()
 
-    def set_source(self, read: Callable[[int, int], bytes] | None, file_size: int, background: bool = False) -> None:
-        """Show a file read through ``read(offset, length)`` (e.g. ``Document.read_bytes``)."""
-        self.set_byte_source(CallableSource(read, file_size) if read is not None else None, background)
+    def set_source(self, read: Callable[[int, int], bytes] | None, file_size: int, background: bool = False,
+                   read_cached: Callable[[int, int], bytes | None] | None = None) -> None:
+        """Show a file read through ``read(offset, length)`` (e.g. ``Document.read_bytes``); ``read_cached``
+        gives pages in RAM at once while ``background`` reads the others in a worker."""
+        self.set_byte_source(CallableSource(read, file_size, read_cached) if read is not None else None, background)
 
     def set_byte_source(self, source: ByteSource | None, background: bool = False) -> None:
         """Show any source with ``size`` and ``read(offset, length)``: a memoryview, an mmap, a remote range.

@@ -163,6 +163,8 @@ class HexWidget(QAbstractScrollArea):
         if self.loader is not None:
             missing = self.cache.missing(offset, length)
             if missing:
+                missing = self.cache.fill_from_memory(missing)  # in RAM: shown now, no flicker
+            if missing:
                 self.loader.request(missing)
                 return b"" if self.loader.failed_pages.intersection(missing) else None
         try:
