@@ -205,7 +205,7 @@ def test_opening_urls_reuses_fsspecs_filesystem(s3_server, http_server, webds: P
         with open_source(f"{url}/{SHARD}", copied) as source:
             assert source.fs is first
         elsewhere: list = []
-        thread = threading.Thread(target=lambda u=url: elsewhere.append(filesystem(f"{u}/{SHARD}", copied)[0]))
+        thread = threading.Thread(target=lambda u=url, o=copied, out=elsewhere: out.append(filesystem(f"{u}/{SHARD}", o)[0]))
         thread.start()
         thread.join()
         assert elsewhere == [first]
