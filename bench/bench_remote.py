@@ -36,8 +36,15 @@ cold/warm applies to the local copies only.
 moto builds the whole object's response for every GET and then cuts the range out (under
 a per-object lock, one request at a time), so a ranged GET costs time in proportion to the
 object's size (S3's does not): the bench prints that cost, measured in the same run, beside
-each table, and what itarcore's requests cost at that price one after another (the floor
-of its route on that server). The HTTP server's ranged GET costs its range only.
+each table, and what itarcore's requests cost at that price one after another. Timing each
+handler in the server (2026-11-23, videos): a 64 KiB GET of a 92 MB object costs moto 50-90
+ms (reading the object from its spooled temp file; kept in memory instead, ~47 ms with the
+GIL held), and itarcore's 16 GETs (one listing besides, no HEAD) keep the server busy on
+both cores for the whole scan while the client's threads wait, so the itarcore row's floor
+on moto is those 16 copies of a whole object spread over two cores, however the reads are
+ordered. fs.get costs moto 12 such copies (per shard a whole GET closed once its length is
+known, then two 50 MB ranged parts) plus the transfer. The servers run in this process,
+which does nothing else while a child runs. The HTTP server's ranged GET costs its range only.
 
 Targets (issue 12): on ``images`` itarcore no slower than download-then-index; on ``videos``
 fetch under a quarter of the fold's bytes and finish at least 3x faster.
