@@ -23,6 +23,11 @@ reported), each run in a fresh child process (so its peak RSS is its own):
     still in the page cache, as after a download) and cold (dropped with posix_fadvise DONTNEED
     before the local index)
 
+Each child imports itarcore and the store's fsspec backend (s3fs and botocore, or aiohttp)
+before its clock starts, in both routes: imports are paid once per process, not per fold
+(s3fs's costs ~0.3 s here, which would otherwise sit in both routes' times alike and squeeze
+the ratio; the table prints it). Creating the store's client is inside the clock, in both.
+
 Bytes fetched and requests are counted at the HTTP layer (every request aiohttp sends, in
 both routes, on both stores) and, for itarcore, also from its own statistics. The indexes
 of every route must be byte-identical. The servers keep the objects themselves, so
@@ -31,8 +36,15 @@ cold/warm applies to the local copies only.
 moto builds the whole object's response for every GET and then cuts the range out (under
 a per-object lock, one request at a time), so a ranged GET costs time in proportion to the
 object's size (S3's does not): the bench prints that cost, measured in the same run, beside
-each table, and what itarcore's requests cost at that price one after another (the floor
-of its route on that server). The HTTP server's ranged GET costs its range only.
+each table, and what itarcore's requests cost at that price one after another. Timing each
+handler in the server (2026-11-23, videos): a 64 KiB GET of a 92 MB object costs moto 50-90
+ms (reading the object from its spooled temp file; kept in memory instead, ~47 ms with the
+GIL held), and itarcore's 16 GETs (one listing besides, no HEAD) keep the server busy on
+both cores for the whole scan while the client's threads wait, so the itarcore row's floor
+on moto is those 16 copies of a whole object spread over two cores, however the reads are
+ordered. fs.get costs moto 12 such copies (per shard a whole GET closed once its length is
+known, then two 50 MB ranged parts) plus the transfer. The servers run in this process,
+which does nothing else while a child runs. The HTTP server's ranged GET costs its range only.
 
 Targets (issue 12): on ``images`` itarcore no slower than download-then-index; on ``videos``
 fetch under a quarter of the fold's bytes and finish at least 3x faster.
@@ -116,6 +128,10 @@ def child(args: argparse.Namespace) -> None:
     options = json.loads(os.environ["BENCH_STORAGE_OPTIONS"])
     _count_http_requests()
     out = Path(args.out)
+    imported = time.perf_counter()
+    import fsspec
+
+    fsspec.get_filesystem_class(args.url.split("://", 1)[0])  # s3fs and botocore: outside the clock, as itarcore's
     started = time.perf_counter()
     fetched = None
     if args.child.startswith("itarcore"):
@@ -137,7 +153,8 @@ def child(args: argparse.Namespace) -> None:
         (result,) = index_folds(local, output_dir=out, jobs=args.jobs)
         received = result.total_bytes  # every shard, whole (fsspec may split big files into ranged parts)
     seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "requests": _REQUESTS[0], "bytes": received, "itarcore": fetched,
+    print(json.dumps({"seconds": seconds, "import_s": started - imported, "requests": _REQUESTS[0],
+                      "bytes": received, "itarcore": fetched,
                       "rss_mb": peak_rss_mb(),
                       "sha": hashlib.sha256(Path(result.path).read_bytes()).hexdigest()[:16], "rows": result.n_rows}))
 
@@ -203,6 +220,8 @@ def print_table(name: str, store: str, fold_bytes: int, shards: int, results: di
     own = results["itarcore"]["itarcore"]
     print(f"  (itarcore's own count: {own[0] / 1e6:,.1f} MB in {own[1]:,} ranged reads; the index is "
           "byte-identical in every route)")
+    imports = statistics.median(r["import_s"] for r in results.values())
+    print(f"  (the store's fsspec backend, imported before the clock in every route: {imports:.2f} s)")
     print(f"  server cost of one 64 KiB ranged GET of a {fold_bytes / shards / 1e6:.0f} MB shard: {cost_ms:.1f} ms; "
           f"itarcore's {own[1]:,} reads one after another: {own[1] * cost_ms / 1000:.2f} s")
     ref = min(results["download-warm"]["seconds"], results["download-cold"]["seconds"])

@@ -22,8 +22,8 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ItarError
-from ..formats import detect_format, unsupported_reason
-from ..storage import is_url, scrub, secret_values
+from ..formats import detect_format, format_of, unsupported_reason
+from ..storage import RangedSource, is_url, scrub, secret_values
 from .remote import add_storage_options, local_file, renamed, shown, storage_options
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
@@ -113,23 +113,37 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    fmt = detect_format(args.file, storage_options(args))
-    if fmt not in INFO_MODULES:
-        if fmt != "zip" or not is_url(args.file):
-            raise UsageError(f"{shown(args.file)}: {unsupported_reason(args.file, fmt)}")
-        with local_file(args.file, args) as local:  # the reason looks inside a zip (a tszip?): a local copy
-            raise UsageError(f"{shown(args.file)}: {unsupported_reason(local, fmt)}")
-    module = _module(INFO_MODULES[fmt])
-    if fmt == "taridx" or not is_url(args.file):  # a TARIDX reads its header and tables by ranged reads
-        data = module.info(args.file, args)
+    if is_url(args.file):  # opened once: its first bytes give the format and, for a TARIDX, header and tables
+        from ..formats.taridx_header import FIRST_READ
+        from ..storage import open_source
+
+        with open_source(args.file, storage_options(args)) as source:
+            first = bytes(source.read(0, min(source.size, FIRST_READ)))
+            module, data = _info(args, format_of(first), source, first)
     else:
-        with local_file(args.file, args) as local:
-            data = renamed(module.info(local, args), local, args.file)
+        module, data = _info(args, detect_format(args.file))
     if args.json:
         print_json(data)
     else:
         print(module.info_text(data))
     return EXIT_OK
+
+
+def _info(args: argparse.Namespace, fmt: str | None, source: RangedSource | None = None,
+          first: bytes | None = None) -> tuple[Any, dict[str, Any]]:
+    """(command module, info dict) of ``args.file``, whose format is ``fmt``; ``source``: the URL, open."""
+    if fmt not in INFO_MODULES:
+        if fmt != "zip" or source is None:
+            raise UsageError(f"{shown(args.file)}: {unsupported_reason(args.file, fmt)}")
+        with local_file(args.file, args, source) as local:  # the reason looks inside a zip (a tszip?): a local copy
+            raise UsageError(f"{shown(args.file)}: {unsupported_reason(local, fmt)}")
+    module = _module(INFO_MODULES[fmt])
+    if source is None:
+        return module, module.info(args.file, args)
+    if fmt == "taridx":  # header and tables by ranged reads
+        return module, module.info(args.file, args, source, first)
+    with local_file(args.file, args, source) as local:
+        return module, renamed(module.info(local, args), local, args.file)
 
 
 def print_json(obj: Any) -> None:

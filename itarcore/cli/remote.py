@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ItarError
-from ..storage import display_name, is_url, local_copy, parse_storage_options
+from ..storage import RangedSource, display_name, is_url, local_copy, parse_storage_options
 
 REMOTE_COPY_LIMIT = int(os.environ.get("ITARCORE_REMOTE_COPY_LIMIT") or 1 << 30)
 
@@ -43,9 +43,10 @@ def shown(path: str) -> str:
 
 
 @contextlib.contextmanager
-def local_file(path: str, args: argparse.Namespace) -> Iterator[str]:
-    """A local path for ``path``: itself, or a temporary copy of a URL; errors name the URL, not the copy."""
-    with local_copy(path, storage_options(args), limit=REMOTE_COPY_LIMIT) as local:
+def local_file(path: str, args: argparse.Namespace, source: RangedSource | None = None) -> Iterator[str]:
+    """A local path for ``path``: itself, or a temporary copy of a URL (read from ``source`` when it is open
+    already); errors name the URL, not the copy."""
+    with local_copy(path, storage_options(args), limit=REMOTE_COPY_LIMIT, source=source) as local:
         try:
             yield local
         except ItarError as exc:

@@ -12,16 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
 from ..formats.read_plan import REMOTE_JOBS
-from ..formats.taridx_header import read_taridx_summary
+from ..formats.taridx_header import TaridxSummary, read_head_and_tables, read_taridx_summary
 from .read_plan import add_read_plan
 from .remote import add_storage_options, shown, storage_options
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
+    from ..storage import RangedSource
 
 
-def info(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    summary = read_taridx_summary(path, storage_options(args))
+def info(path: str, args: argparse.Namespace, source: RangedSource | None = None,
+         first: bytes | None = None) -> dict[str, Any]:
+    """The `info --json` object; ``source``: the URL already open, ``first``: its first bytes, already read."""
+    if source is not None:
+        summary = TaridxSummary(source.name, *read_head_and_tables(source, first))
+    else:
+        summary = read_taridx_summary(path, storage_options(args))
     return {
         "format": "taridx",
         "file": shown(path),

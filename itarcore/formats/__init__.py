@@ -69,6 +69,12 @@ def detect_format(path: str | os.PathLike[str], storage_options: dict | None = N
     else:
         with open(path, "rb") as fh:
             head = fh.read(512)
+    return format_of(head)
+
+
+def format_of(head: bytes) -> str | None:
+    """The format whose magic ``head`` (a file's first bytes, 512 or more when the file has them) starts with."""
+    head = head[:512]
     return next((name for name, test in MAGIC_TESTS if test(head)), None)
 
 

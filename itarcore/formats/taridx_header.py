@@ -20,7 +20,7 @@ MAGIC = b"TARIDX"
 MAJOR, MINOR = 1, 0
 HEADER_SIZE, RECORD_SIZE = 64, 32
 FLAG_CONTIGUOUS = 0x01
-_FIRST_READ = 64 << 10  # a remote index's first request: header and, usually, both tables
+FIRST_READ = 64 << 10  # a remote index's first request: header and, usually, both tables
 HEADER_STRUCT = struct.Struct("<8sHHHHQQIIQQB7s")
 assert HEADER_STRUCT.size == HEADER_SIZE
 
@@ -154,10 +154,14 @@ class TaridxSummary:
         return self.header.n_rows
 
 
-def read_head_and_tables(source: RangedSource) -> tuple[TaridxHeader, list[str], list[str]]:
-    """Header and tables through ranged reads: one request for an index whose tables fit in 64 KiB."""
+def read_head_and_tables(source: RangedSource, first: bytes | None = None) -> tuple[TaridxHeader, list[str], list[str]]:
+    """Header and tables through ranged reads: one request for an index whose tables fit in 64 KiB.
+
+    ``first``: the file's first bytes, when the caller has read them already (none are read again).
+    """
     path, size = source.name, source.size
-    first = bytes(source.read(0, min(size, _FIRST_READ)))
+    if first is None:
+        first = bytes(source.read(0, min(size, FIRST_READ)))
     header = parse_header(path, first, size)
     if header.off_arr > len(first):
         first += bytes(source.read(len(first), header.off_arr - len(first)))

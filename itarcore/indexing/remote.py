@@ -148,7 +148,7 @@ def remote_members(shard: RemoteShard, options: RemoteOptions, cancel: CancelTok
     fs, path = shared_filesystem(shard.url, options.storage_options)
     info = {"size": shard.size, "ETag": shard.version or None}
     with RemoteSource(shard.url, fs, path, info, options.retries, secret_values(options.storage_options)) as source:
-        reader = BlockReader(source.read, source.size, source.name, options.plan)
+        reader = BlockReader(source.read, source.size, source.name, options.plan, source.read_ranges)
         scan = scan_tar_stream(reader, progress, cancel)
         check_text_names(scan, forbidden=b"\0\n")
         members = members_from_scan(scan)

@@ -169,17 +169,19 @@ def fetch_to_file(source: RangedSource, out: Any, progress: ProgressCallback | N
 
 @contextlib.contextmanager
 def local_copy(path_or_url: str | os.PathLike[str], storage_options: dict | None = None, *,
-               limit: int | None = None) -> Iterator[str]:
+               limit: int | None = None, source: RangedSource | None = None) -> Iterator[str]:
     """A local path holding the file: the path itself, or a temporary copy of a URL (removed after).
 
     ``limit`` refuses remote files bigger than that many bytes, before fetching anything.
+    ``source``: the URL already open (it is read, not opened again, and left open).
     """
     if not is_url(path_or_url):
         yield local_path(path_or_url)
         return
-    with open_source(path_or_url, storage_options) as source:
-        if limit is not None and source.size > limit:
-            raise StorageError(f"{source.name}: {source.size:,} bytes is more than the {limit:,} this command "
+    opened = contextlib.nullcontext(source) if source is not None else open_source(path_or_url, storage_options)
+    with opened as remote:
+        if limit is not None and remote.size > limit:
+            raise StorageError(f"{remote.name}: {remote.size:,} bytes is more than the {limit:,} this command "
                                "fetches whole (set ITARCORE_REMOTE_COPY_LIMIT to allow more)")
         import shutil
         import tempfile
@@ -188,7 +190,7 @@ def local_copy(path_or_url: str | os.PathLike[str], storage_options: dict | None
         try:
             copy = os.path.join(folder, basename(path_or_url) or "remote")
             with open(copy, "wb") as fh:
-                fetch_to_file(source, fh)
+                fetch_to_file(remote, fh)
             yield copy
         finally:
             shutil.rmtree(folder, ignore_errors=True)

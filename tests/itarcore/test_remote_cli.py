@@ -213,3 +213,20 @@ def test_diff_of_two_remote_folds_matches_the_local_diff(capsysbinary, request, 
             assert remote[side].pop("path") == url
             local[side].pop("path")
         assert remote == local
+
+
+def test_info_opens_a_url_once(capsysbinary, http_server, webds: Path):
+    """One stat and one read for an index whose header and tables fit in the first read; one stat for a copy."""
+    url = http_server.serve(webds, names=["val.taridx"])
+    local = run(capsysbinary, ["info", "--json", webds / "val.taridx"])
+    there = run(capsysbinary, ["info", "--json", f"{url}/val.taridx"])
+    assert there == (0, local[1].replace(str(webds / "val.taridx").encode(), f"{url}/val.taridx".encode()), "")
+    assert len(http_server.requests("HEAD", "val.taridx")) == 1
+    size = (webds / "val.taridx").stat().st_size  # < 64 KiB: the first read is the whole file
+    assert [r[2] for r in http_server.requests("GET", "val.taridx")] == [f"bytes=0-{size - 1}"]
+    tbl = DATA / "tbl" / "v2_lz4_meta.tbl"
+    url = http_server.serve(tbl.parent, names=[tbl.name])
+    local = run(capsysbinary, ["info", "--json", tbl])
+    assert run(capsysbinary, ["info", "--json", f"{url}/{tbl.name}"]) == (
+        0, local[1].replace(str(tbl).encode(), f"{url}/{tbl.name}".encode()), "")
+    assert len(http_server.requests("HEAD", tbl.name)) == 1

@@ -187,3 +187,25 @@ def test_batched_reads_survive_a_failing_batch(http_server, webds: Path, monkeyp
     http_server.fails_n_times(404, 1)
     with pytest.raises(StorageError, match=r"\[0, 512\).*not found"):
         src.read_ranges(ranges)
+
+
+def test_opening_urls_reuses_fsspecs_filesystem(s3_server, http_server, webds: Path):
+    """fsspec keeps one filesystem per protocol and options: our options (an HTTP timeout made per call among
+    them) must not defeat that, or every open would build a client again (a few hundred ms for S3)."""
+    import threading
+
+    from itarcore.storage import filesystem
+
+    s3_url = s3_server.upload(webds, names=[SHARD])
+    http_url = http_server.serve(webds, names=[SHARD])
+    for url, options in ((s3_url, s3_server.storage_options), (http_url, None)):
+        first = filesystem(f"{url}/{SHARD}", options)[0]
+        copied = {k: dict(v) if isinstance(v, dict) else v for k, v in (options or {}).items()}
+        assert filesystem(f"{url}/other.tar", copied)[0] is first
+        with open_source(f"{url}/{SHARD}", copied) as source:
+            assert source.fs is first
+        elsewhere: list = []
+        thread = threading.Thread(target=lambda u=url, o=copied, out=elsewhere: out.append(filesystem(f"{u}/{SHARD}", o)[0]))
+        thread.start()
+        thread.join()
+        assert elsewhere == [first]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import tarfile
 from pathlib import Path
 
@@ -27,11 +28,18 @@ class CountingFile:
     """``read(offset, length)`` over bytes, recording every range asked for."""
 
     def __init__(self, raw: bytes) -> None:
-        self.raw, self.ranges = raw, []
+        self.raw, self.ranges, self.round_trips = raw, [], 0
 
     def read(self, offset: int, length: int) -> bytes:
+        self.round_trips += 1
         self.ranges.append((offset, length))
         return self.raw[offset : offset + length]
+
+    def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """Several ranges in one round trip (as RemoteSource.read_ranges: requests side by side)."""
+        self.round_trips += 1
+        self.ranges += ranges
+        return [self.raw[offset : offset + length] for offset, length in ranges]
 
 
 def outcome(scan_fn, *args):
@@ -43,16 +51,17 @@ def outcome(scan_fn, *args):
             s.skipped, s.file_size, s.name_fields.shape)
 
 
-def stream_scan(raw: bytes, name: str, plan: ReadPlan = PLANS[-1]):
-    return scan_tar_stream(BlockReader(CountingFile(raw).read, len(raw), name, plan))
+def stream_scan(raw: bytes, name: str, plan: ReadPlan = PLANS[-1], batched: bool = False):
+    source = CountingFile(raw)
+    return scan_tar_stream(BlockReader(source.read, len(raw), name, plan, source.read_ranges if batched else None))
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.tar")), ids=lambda p: p.name)
 def test_fixture_shards_scan_as_locally(path: Path) -> None:
     raw = path.read_bytes()
     local = scan_tar(path, compiled=False)
-    for plan in PLANS:
-        remote = stream_scan(raw, str(path), plan)
+    for plan, batched in itertools.product(PLANS, (False, True)):
+        remote = stream_scan(raw, str(path), plan, batched)
         assert remote.method == "stream"  # the fast route, not the sequential fallback
         assert np.array_equal(remote.header_offsets, local.header_offsets)
         assert np.array_equal(remote.sizes, local.sizes)
@@ -67,9 +76,9 @@ def test_every_mutant_gives_the_local_members_or_the_local_error(tmp_path: Path)
         path = tmp_path / "m_0000.tar"
         path.write_bytes(raw)
         want = outcome(functools.partial(scan_tar, compiled=False), path)
-        for plan in PLANS:
-            got = outcome(stream_scan, raw, str(path), plan)
-            assert got == want, (seed, kind, plan)
+        for plan, batched in itertools.product(PLANS, (False, True)):
+            got = outcome(stream_scan, raw, str(path), plan, batched)
+            assert got == want, (seed, kind, plan, batched)
         try:
             routes.add(stream_scan(raw, str(path)).method)
         except ItarError:
@@ -108,6 +117,28 @@ def test_large_payloads_are_jumped_not_downloaded() -> None:
     for start, size in payloads:  # no read lies wholly inside a large payload
         if size == big:
             assert not any(start <= off and off + n <= start + size for off, n in source.ranges)
+
+
+def test_the_end_marker_is_read_beside_the_first_probe() -> None:
+    """With batched reads, the tail comes with the first probe: one round trip fewer, the same requests."""
+    big = 3 << 20
+    members = [(f"s{i:03d}.{ext}", size) for i in range(4) for ext, size in (("json", 300), ("mp4", big))]
+    raw, payloads = _tar(members)
+    source = CountingFile(raw)
+    reader = BlockReader(source.read, len(raw), "mem://big_0000.tar", ReadPlan(1 << 20, 256 << 10), source.read_ranges)
+    scan = scan_tar_stream(reader)
+    assert (scan.method, scan.sizes.tolist(), scan.end_offset) == ("stream", [s for _, s in members], payloads[-1][0] + big)
+    tail = (len(raw) - PROBE_SIZE) // 512 * 512
+    starts = [off - 512 for (off, size), (name, _) in zip(payloads, members) if name.endswith("json")]
+    assert source.ranges == [(0, 1 << 20), (starts[1], PROBE_SIZE), (tail, len(raw) - tail)] + [
+        (at, PROBE_SIZE) for at in starts[2:]]
+    assert (reader.requests, source.round_trips) == (5, 4)  # one per large member; without the tail: 5 and 5
+    assert reader.bytes_fetched == (1 << 20) + 4 * PROBE_SIZE + len(raw) - tail - PROBE_SIZE
+    small, _ = _tar([(f"s{i:04d}.{ext}", size) for i in range(300) for ext, size in (("jpg", 5000), ("cls", 1))])
+    source = CountingFile(small)
+    scan_tar_stream(BlockReader(source.read, len(small), "mem://small_0000.tar", ReadPlan(256 << 10, 64 << 10),
+                                source.read_ranges))
+    assert source.round_trips == len(source.ranges)  # no jump, so no tail read apart
 
 
 def test_small_members_stream_in_whole_blocks() -> None:
