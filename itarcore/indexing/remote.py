@@ -73,9 +73,9 @@ _FILESYSTEMS_LOCK = threading.Lock()
 def shared_filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
     """(filesystem, path) for ``url``, one filesystem per process, protocol and options for every thread.
 
-    fsspec keeps one instance per thread, and a new S3 client costs a few hundred ms of CPU:
-    scanning threads share one instead (fsspec's async filesystems serve many threads on
-    their one event loop).
+    fsspec caches synchronous filesystems per thread (and, before 2024, async ones too), and a
+    new S3 client costs a few hundred ms of CPU: scanning threads share one instead (fsspec's
+    async filesystems serve many threads on their one event loop).
     """
     protocol = url.split("://", 1)[0].lower()
     key = (os.getpid(), protocol, json.dumps(storage_options or {}, sort_keys=True, default=repr))
