@@ -73,7 +73,7 @@ _FILESYSTEMS_LOCK = threading.Lock()
 def shared_filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
     """(filesystem, path) for ``url``, one filesystem per process, protocol and options for every thread.
 
-    fsspec caches synchronous filesystems per thread (and, before 2024, async ones too), and a
+    fsspec caches synchronous filesystems per thread (older releases, async ones too), and a
     new S3 client costs a few hundred ms of CPU: scanning threads share one instead (fsspec's
     async filesystems serve many threads on their one event loop).
     """
