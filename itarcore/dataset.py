@@ -66,13 +66,14 @@ class Dataset:
     @classmethod
     def open(cls, index_path: str | os.PathLike[str], shard_dir: str | os.PathLike[str] | None = None,
              check_rows: bool | None = None, cache_dir: str | os.PathLike[str] | None = None,
-             key_index: bool = True, storage_options: dict | None = None) -> Dataset:
+             key_index: bool = True, storage_options: dict | None = None,
+             source: RangedSource | None = None) -> Dataset:
         """Open a fold (paths or URLs); ``key_index`` attaches its cached key index if a fresh one exists.
 
         Shards are looked for beside the index, or in ``shard_dir`` (a folder or URL prefix);
-        ``storage_options`` go to fsspec for every URL.
+        ``storage_options`` go to fsspec for every URL. ``source``: the index already open (taken over).
         """
-        index = read_taridx(index_path, check_rows=check_rows, storage_options=storage_options)
+        index = read_taridx(index_path, check_rows=check_rows, storage_options=storage_options, source=source)
         try:
             folder = shard_dir if shard_dir is not None else parent(index_path)
             ds = cls(index, find_shards(folder, fold_name(index_path), storage_options), cache_dir, storage_options)

@@ -5,8 +5,8 @@ import importlib
 import os
 
 from ..errors import FormatError, ItarError
-from ..formats import detect_format, unsupported_reason
-from ..storage import display_name, is_url, local_copy, open_source
+from ..formats import detect_format, format_of, unsupported_reason
+from ..storage import RangedSource, display_name, is_url, local_copy, open_source
 from .base import Column, Document, HeaderField, Payload, Table
 
 __all__ = ["Column", "Document", "HeaderField", "Payload", "Table", "open_document"]
@@ -29,20 +29,37 @@ def open_document(path: str | os.PathLike[str], **options: object) -> Document:
     document closes, its name shown as the URL.
     """
     path = os.fspath(path)
-    storage_options = options.get("storage_options")
-    fmt = detect_format(path, storage_options)  # type: ignore[arg-type]
-    if is_url(path) and fmt != "taridx" and fmt in DOCUMENT_MODULES:
-        return _open_remote_copy(path, fmt, options)
+    if is_url(path):
+        return _open_url(path, options)
+    fmt = detect_format(path)
     if fmt not in DOCUMENT_MODULES:
-        raise FormatError(display_name(path), "magic", 0, unsupported_reason(path, fmt) if not is_url(path)
-                          else f"not a TARIDX, TACO, kastore or TBL file ({fmt or 'unrecognised data'})")
+        raise FormatError(display_name(path), "magic", 0, unsupported_reason(path, fmt))
     module = importlib.import_module(f".{DOCUMENT_MODULES[fmt]}", __name__)
     return module.open_document(path, **options)
 
 
-def _open_remote_copy(url: str, fmt: str, options: dict) -> Document:
+def _open_url(url: str, options: dict) -> Document:
+    """Opened once: the first bytes give the format, and a TARIDX index goes on reading from the same source."""
+    source = open_source(url, options.get("storage_options"))
+    try:
+        fmt = format_of(bytes(source.read(0, min(512, source.size))))
+        if fmt == "taridx":
+            from .taridx import open_document as open_taridx
+
+            return open_taridx(url, source=source, **options)  # the index takes the source over
+        if fmt not in DOCUMENT_MODULES:
+            raise FormatError(display_name(url), "magic", 0,
+                              f"not a TARIDX, TACO, kastore or TBL file ({fmt or 'unrecognised data'})")
+        with source:  # a copy is made from it, and the copy is what the document reads
+            return _open_remote_copy(url, fmt, options, source)
+    except BaseException:
+        source.close()  # closing twice is harmless
+        raise
+
+
+def _open_remote_copy(url: str, fmt: str, options: dict, source: RangedSource) -> Document:
     limit = int(options.get("remote_copy_limit") or 1 << 30)  # type: ignore[call-overload]
-    copy = local_copy(url, options.get("storage_options"), limit=limit)  # type: ignore[arg-type]
+    copy = local_copy(url, options.get("storage_options"), limit=limit, source=source)  # type: ignore[arg-type]
     local = copy.__enter__()
     try:
         module = importlib.import_module(f".{DOCUMENT_MODULES[fmt]}", __name__)

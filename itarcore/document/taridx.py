@@ -92,7 +92,8 @@ def _lazy(fn):
 
 
 def open_document(path: str, **options: object) -> Document:
-    ds = Dataset.open(path, storage_options=options.get("storage_options"))  # type: ignore[arg-type]
+    ds = Dataset.open(path, storage_options=options.get("storage_options"),  # type: ignore[arg-type]
+                      source=options.get("source"))  # type: ignore[arg-type]
     index, header = ds.index, ds.index.header
     n = ds.n_rows
     eager = n <= EAGER_STATS_ROWS and not index.is_remote  # a remote index is not read whole to open it

@@ -131,16 +131,18 @@ class TaridxIndex:
 
 
 def read_taridx(path: str | os.PathLike[str], check_rows: bool | None = None,
-                storage_options: dict | None = None) -> TaridxIndex:
+                storage_options: dict | None = None, source: RangedSource | None = None) -> TaridxIndex:
     """Open and validate a .taridx (a local path or a URL).
 
     ``check_rows=None`` checks rows now only for local indexes up to 256 MiB; a remote
     index reads its rows on demand (see :mod:`itarcore.formats.taridx_rows`), so rows
-    are checked at open only when asked (``check_rows=True``).
+    are checked at open only when asked (``check_rows=True``). ``source``: ``path`` already
+    open (a URL whose first bytes were read to tell its format); the index takes it over.
     """
     from ..storage import open_source
 
-    source = open_source(path, storage_options)
+    if source is None:
+        source = open_source(path, storage_options)
     try:
         if source.size < HEADER_SIZE:
             raise TruncatedError(source.name, "header", 0, "file shorter than the header",

@@ -64,3 +64,17 @@ def test_opening_a_remote_index_reads_no_rows(http_server, tmp_path: Path):
         assert stats.bytes_fetched < 70_000 + (1 << 20)  # and then the block of the row shown
     finally:
         doc.close()
+
+
+@pytest.mark.parametrize("name", ["train.taridx", "v2_lz4_meta.tbl"])
+def test_opening_a_url_stats_it_once_and_reads_no_byte_twice(http_server, webds: Path, name: str):
+    """The format check and the reader share one open source: one HEAD, and its first read is not asked again."""
+    folder = webds if name.endswith(".taridx") else DATA / "tbl"
+    doc = open_document(f"{http_server.serve(folder, names=[name])}/{name}")
+    try:
+        gets = [r[2] for r in http_server.requests("GET", name)]
+        assert len(http_server.requests("HEAD", name)) == 1
+        assert gets and len(gets) == len(set(gets)), gets
+        assert doc.read_bytes(0, 6) == (folder / name).read_bytes()[:6]
+    finally:
+        doc.close()
