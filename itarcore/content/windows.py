@@ -111,8 +111,8 @@ class WindowPlan:
 def _merged_reads(begin: np.ndarray, head_end: np.ndarray, tail_begin: np.ndarray, end: np.ndarray, gap: int,
                   cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(starts, ends) of the reads covering ``[begin, head_end)`` and ``[tail_begin, end)`` of every row,
-    ascending: windows less than ``gap`` apart are merged (overlapping ones always), and a merged read
-    goes on past ``cap`` bytes only within overlapping windows."""
+    ascending: windows less than ``gap`` apart are merged, and a merged read is cut at the first window
+    starting ``cap`` or more bytes past its start (reads overlap only where windows do, in a damaged index)."""
     starts, ends = np.concatenate([begin, tail_begin]), np.concatenate([head_end, end])
     keep = ends > starts
     starts, ends = starts[keep], ends[keep]
@@ -124,8 +124,7 @@ def _merged_reads(begin: np.ndarray, head_end: np.ndarray, tail_begin: np.ndarra
     new_read = np.r_[True, starts[1:] > reach[:-1] + gap]
     read_first = starts[new_read][np.cumsum(new_read) - 1]
     piece = (starts - read_first) // cap
-    apart = np.r_[True, starts[1:] > reach[:-1]]  # a read is cut only between windows that do not overlap
-    firsts = np.flatnonzero(new_read | (apart & np.r_[True, piece[1:] != piece[:-1]]))
+    firsts = np.flatnonzero(new_read | np.r_[True, piece[1:] != piece[:-1]])
     return starts[firsts], reach[np.r_[firsts[1:], len(starts)] - 1]
 
 
