@@ -11,6 +11,7 @@ from content_folds import READERS, fold_shards, shard_members, stem_ext, use_rea
 from itarcore.content.payloads import iter_payload_runs
 from itarcore.content.windows import WindowPlan
 from itarcore.dataset import Dataset
+from itarcore.errors import DatasetError
 
 
 def packed_bytes(data: bytes, plan: WindowPlan, s0: int, s1: int) -> bytes:
@@ -94,3 +95,31 @@ def test_windowed_runs_hold_each_payloads_head_and_tail(tmp_path: Path, reader: 
                 seen.add(row)
         assert seen == set(rows.tolist())
         assert (windowed > 0) == reader.startswith("windows")
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_shard_cut_short_is_a_dataset_error(tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from itarcore.content import windows
+
+    use_reader("windows", monkeypatch)
+    index = windowed_fold(tmp_path)
+    shard = fold_shards(index.parent, "w")[1]
+    with Dataset.open(index) as ds:
+        rows = np.flatnonzero(ds.rows["fid"] == 1)
+        ds.shard_map(1)  # mapped at its full size
+        if when == "before":
+            with open(shard, "r+b") as fh:
+                fh.truncate(3000)
+            match = r"w_0001\.tar: the shard was cut short"
+        else:  # between the check of its size and the reads
+            read = windows.ShardFile.read_spans
+
+            def cut_then_read(self, plan, s0, s1):  # type: ignore[no-untyped-def]
+                with open(shard, "r+b") as fh:
+                    fh.truncate(3000)
+                return read(self, plan, s0, s1)
+
+            monkeypatch.setattr(windows.ShardFile, "read_spans", cut_then_read)
+            match = r"w_0001\.tar: \d+ of \d+ bytes read from offsets"
+        with pytest.raises(DatasetError, match=match):
+            list(iter_payload_runs(ds, rows, heads=64, tail=64))
