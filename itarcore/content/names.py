@@ -25,9 +25,10 @@ def header_names_suffice(ds: Dataset, rows: np.ndarray) -> np.ndarray:
     for fid in np.unique(rec["fid"]).tolist():
         mine = rec["fid"] == fid
         shard = ds.rows[np.flatnonzero(fid_column == fid)]
-        order = np.argsort(shard["offset"], kind="stable")
-        offsets = shard["offset"][order].astype(np.int64)
-        sizes = shard["size"][order].astype(np.int64)
+        offsets, sizes = shard["offset"].astype(np.int64), shard["size"].astype(np.int64)
+        if (np.diff(offsets) < 0).any():  # an index lists a shard's members in order; sort only where it does not
+            order = np.argsort(offsets, kind="stable")
+            offsets, sizes = offsets[order], sizes[order]
         ends = offsets + BLOCK + (sizes + BLOCK - 1) // BLOCK * BLOCK
         wanted = rec["offset"][mine].astype(np.int64)
         at = np.searchsorted(offsets, wanted)

@@ -102,9 +102,11 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
         fid = rec["fid"].astype(np.int64)
         begin = rec["offset"].astype(np.int64) + BLOCK
         size = rec["size"].astype(np.int64)
-        order = np.lexsort((begin, fid))
-        part, fid, begin, size = part[order], fid[order], begin[order], size[order]
-        head = None if head_all is None else head_all[lo : lo + CHUNK_ROWS][order]
+        head = None if head_all is None else head_all[lo : lo + CHUNK_ROWS]
+        if ((np.diff(fid) < 0) | ((np.diff(fid) == 0) & (np.diff(begin) < 0))).any():  # else in order already
+            order = np.lexsort((begin, fid))
+            part, fid, begin, size = part[order], fid[order], begin[order], size[order]
+            head = None if head is None else head[order]
         bounds = np.flatnonzero(np.diff(fid)) + 1
         shards = []
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(part)]):

@@ -119,13 +119,15 @@ def _merged_reads(begin: np.ndarray, head_end: np.ndarray, tail_begin: np.ndarra
     """(starts, ends) of the reads covering ``[begin, head_end)`` and ``[tail_begin, end)`` of every row,
     ascending: windows less than ``gap`` apart are merged, and a merged read is cut at the first window
     starting ``cap`` or more bytes past its start (reads overlap only where windows do, in a damaged index)."""
-    starts, ends = np.concatenate([begin, tail_begin]), np.concatenate([head_end, end])
+    # each row's head then its tail: ascending already unless payloads overlap (a damaged index)
+    starts, ends = np.stack([begin, tail_begin], axis=1).ravel(), np.stack([head_end, end], axis=1).ravel()
     keep = ends > starts
     starts, ends = starts[keep], ends[keep]
     if not len(starts):
         return starts, ends
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
+    if (np.diff(starts) < 0).any():
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)
     new_read = np.r_[True, starts[1:] > reach[:-1] + gap]
     read_first = starts[new_read][np.cumsum(new_read) - 1]
