@@ -14,6 +14,13 @@ Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
 ``POPULATE_AHEAD`` runs in while the caller works on this one (``madvise`` through
 ctypes, which lets go of the GIL; Python's ``mmap.madvise`` holds it): the caller then
 neither waits for the disk nor takes page faults, and reading overlaps its work.
+
+A pass that looks only at the first and last bytes of each payload (``heads``, ``tail``:
+stats, dedup's fingerprints) reads a shard that is in the page cache with ``pread`` of
+just those bytes instead (:mod:`.windows`): mapping every page of a run in and out costs
+more than ``cat`` takes to copy it. A second thread reading ahead does not pay there:
+each small read takes the GIL back, and reading whole runs into buffers costs more CPU
+than the page faults (the copies miss the cache).
 """
 from __future__ import annotations
 
