@@ -94,15 +94,15 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
     The view of a run is valid only until the next run is taken (its pages are released).
     With ``heads`` (bytes per row, in the order of ``rows``, or one number for all), the
     caller looks only at the first ``heads`` and the last ``tail`` bytes of each payload:
-    runs of a shard in the page cache then hold just those bytes, packed (:mod:`.windows`):
-    ``windowed`` runs, whose views hold nothing else.
+    runs of a shard in the page cache then hold just those bytes, packed into a reused buffer
+    (:mod:`.windows`): ``windowed`` runs, whose views hold nothing else.
     Raises ``MissingShardError`` for a row of a missing shard and ``DatasetError`` for a
     payload past its shard's end.
     """
     rows = np.asarray(rows, dtype=np.int64)
     head_all = None if heads is None else np.broadcast_to(np.asarray(heads, np.int64), rows.shape)
     records = ds.rows
-    window_bytes = min(batch_bytes, WINDOW_BUFFER)
+    buffer = _RunBuffer(min(batch_bytes, WINDOW_BUFFER))
     for lo in range(0, len(rows), CHUNK_ROWS):
         part = rows[lo : lo + CHUNK_ROWS]
         rec = records[part]
@@ -121,7 +121,7 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
                 cancel.raise_if_cancelled()
             shards.append(_ShardRuns.plan(ds, int(fid[a]), part[a:b], begin[a:b], size[a:b], batch_bytes,
                                           None if head is None else head[a:b], tail))
-        yield from _read_shards(ds, shards, cancel, window_bytes)
+        yield from _read_shards(ds, shards, cancel, buffer)
 
 
 @dataclass
@@ -160,8 +160,21 @@ class _ShardRuns:
         return cls(fid, mapped, rows, begin, end, runs, head_end, np.maximum(end - max(tail, 0), head_end))
 
 
+class _RunBuffer:
+    """The buffer windowed runs are packed into: ``size`` bytes, made on first use and reused."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._view: memoryview | None = None
+
+    def view(self) -> memoryview:
+        if self._view is None:
+            self._view = memoryview(bytearray(self.size))
+        return self._view
+
+
 def _read_shards(ds: Dataset, shards: list[_ShardRuns], cancel: CancelToken | None,
-                 buffer_size: int) -> Iterator[PayloadRun]:
+                 buffer: _RunBuffer) -> Iterator[PayloadRun]:
     with ExitStack() as stack:
         wholes = [stack.enter_context(memoryview(s.mapped)) for s in shards]
         cached = _residency(wholes, shards)
@@ -171,7 +184,7 @@ def _read_shards(ds: Dataset, shards: list[_ShardRuns], cancel: CancelToken | No
                 file = ShardFile.open(ds, s.fid) if in_cache and s.head_end is not None else None
                 if file is not None:
                     try:
-                        yield from _windowed_runs(s, whole, file, buffer_size, cancel)
+                        yield from _windowed_runs(s, whole, file, buffer, cancel)
                     finally:
                         file.close()
                     continue
@@ -198,17 +211,17 @@ def _mapped_run(s: _ShardRuns, whole: memoryview, i: int, j: int, first: int, la
     _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
 
 
-def _windowed_runs(s: _ShardRuns, whole: memoryview, file: ShardFile, buffer_size: int,
+def _windowed_runs(s: _ShardRuns, whole: memoryview, file: ShardFile, buffer: _RunBuffer,
                    cancel: CancelToken | None) -> Iterator[PayloadRun]:
     """The shard's rows in runs holding only their head and tail windows, packed (see :mod:`.windows`)."""
     assert s.head_end is not None and s.tail_begin is not None
-    plan = WindowPlan.build(s.begin, s.head_end, s.tail_begin, s.end, buffer_size)
+    plan = WindowPlan.build(s.begin, s.head_end, s.tail_begin, s.end, buffer.size)
     for i, j, s0, s1 in plan.runs:
         if s0 < 0:  # its windows alone do not fit the buffer
             yield from _mapped_run(s, whole, i, j, int(s.begin[i]), int(s.end[i]))
         else:
             base = int(plan.packed[s0])
-            view = memoryview(file.read_spans(plan, s0, s1))
+            view = file.read_spans(plan, s0, s1, buffer.view())
             starts = np.clip(plan.row_start[i:j] - base, 0, len(view))
             ends = np.clip(plan.row_end[i:j] - base, 0, len(view))
             yield PayloadRun(s.fid, s.rows[i:j], starts, ends, view, s.end[i:j] - s.begin[i:j], windowed=True)

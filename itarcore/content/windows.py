@@ -4,10 +4,10 @@ A pass that looks at a few hundred bytes of each payload (image headers, labels,
 fingerprints) pays, through the shard's mmap, for every page of the run: a page fault maps
 the pages around the one touched (fault-around), and dropping them from the process costs
 about as much again, together more than ``cat`` takes to copy the same bytes. Where the
-shard is in the page cache, ``pread`` of just those bytes costs a fraction of either:
+shard is in the page cache, ``preadv`` of just those bytes costs a fraction of either:
 windows less than ``MERGE_GAP`` apart are read in one call (a call costs about what copying
-a few KiB does), packed one after the other, so a run holds the windows of thousands of
-payloads and the numpy work on them is done in few, large batches. On a cold
+a few KiB does), packed one after the other into a reused buffer, so a run holds the windows
+of thousands of payloads and the numpy work on them is done in few, large batches. On a cold
 page cache each small read would wait for the disk, so there the mmap route, read ahead in
 large runs, stays.
 """
@@ -29,7 +29,7 @@ SPAN_SHARE = 4  # a read (merged windows) is cut near 1/SPAN_SHARE of the buffer
 
 @dataclass
 class ShardFile:
-    """A shard opened for ``pread``: the same file its mmap shows."""
+    """A shard opened for ``preadv``: the same file its mmap shows."""
 
     fd: int
     name: str
@@ -39,7 +39,7 @@ class ShardFile:
         """The shard's file, or None when it is not a local file, or no longer the one mapped (replaced).
 
         Raises ``DatasetError`` when the file was cut short since it was mapped."""
-        if not hasattr(os, "pread"):
+        if not hasattr(os, "preadv"):
             return None
         source = ds.shard_set.source(fid)
         if not isinstance(source, LocalSource):
@@ -61,19 +61,20 @@ class ShardFile:
     def close(self) -> None:
         os.close(self.fd)
 
-    def read_spans(self, plan: WindowPlan, s0: int, s1: int) -> bytes:
-        """Reads ``s0 .. s1 - 1`` of ``plan``, packed one after the other."""
-        lengths = (plan.ends[s0:s1] - plan.starts[s0:s1]).tolist()
-        try:  # pread and a join cost less than preadv into a reused buffer: no buffer slices; the loop runs in C
-            packed = b"".join(map(os.pread, repeat(self.fd, len(lengths)), lengths, plan.starts[s0:s1].tolist()))
+    def read_spans(self, plan: WindowPlan, s0: int, s1: int, into: memoryview) -> memoryview:
+        """Reads ``s0 .. s1 - 1`` of ``plan``, packed one after the other at the start of ``into``."""
+        packed = plan.packed[s0 : s1 + 1] - plan.packed[s0]
+        parts = [[into[at:to]] for at, to in zip(packed[:-1].tolist(), packed[1:].tolist())]
+        try:  # the loop runs in C; into a reused buffer, as fresh memory for each run costs page faults
+            got = sum(map(os.preadv, repeat(self.fd, len(parts)), parts, plan.starts[s0:s1].tolist()))
         except OSError as exc:
             raise DatasetError(f"{self.name}: cannot read the shard near offset {int(plan.starts[s0])}: "
                                f"{exc.strerror or exc}") from None
-        if len(packed) != sum(lengths):
-            raise DatasetError(f"{self.name}: {len(packed)} of {sum(lengths)} bytes read from offsets "
+        if got != packed[-1]:
+            raise DatasetError(f"{self.name}: {got} of {int(packed[-1])} bytes read from offsets "
                                f"{int(plan.starts[s0])} to {int(plan.ends[s1 - 1])}: the shard was cut short while "
                                "it was read")
-        return packed
+        return into[: int(packed[-1])]
 
 
 @dataclass

@@ -114,10 +114,10 @@ def test_a_shard_cut_short_is_a_dataset_error(tmp_path: Path, when: str, monkeyp
         else:  # between the check of its size and the reads
             read = windows.ShardFile.read_spans
 
-            def cut_then_read(self, plan, s0, s1):  # type: ignore[no-untyped-def]
+            def cut_then_read(self, plan, s0, s1, into):  # type: ignore[no-untyped-def]
                 with open(shard, "r+b") as fh:
                     fh.truncate(3000)
-                return read(self, plan, s0, s1)
+                return read(self, plan, s0, s1, into)
 
             monkeypatch.setattr(windows.ShardFile, "read_spans", cut_then_read)
             match = r"w_0001\.tar: \d+ of \d+ bytes read from offsets"
