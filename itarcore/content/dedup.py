@@ -153,7 +153,8 @@ def _fingerprints(run: PayloadRun) -> np.ndarray:
     always get equal fingerprints.
     """
     buf = np.frombuffer(run.view, np.uint8)
-    starts, ends, sizes = run.starts, run.ends, run.sizes
+    starts, ends = run.starts, run.ends
+    sizes = ends - starts
     n = len(starts)
     # every WINDOW-byte slice of the run as a row, so one index fetches a window (no per-byte index arrays)
     windows = np.lib.stride_tricks.as_strided(buf, (max(len(buf) - WINDOW + 1, 0), WINDOW), (1, 1), writeable=False)
@@ -184,10 +185,10 @@ def _fingerprints(run: PayloadRun) -> np.ndarray:
 def fingerprint_rows(ds: Dataset, rows: np.ndarray, reporter: ProgressReporter) -> tuple[np.ndarray, np.ndarray]:
     """(rows in read order, their fingerprints): see :func:`_fingerprints`."""
     out_rows, keys = [np.zeros(0, np.int64)], [np.zeros(0, np.uint64)]
-    for run in iter_payload_runs(ds, rows, reporter.cancel, heads=WINDOW, tail=WINDOW):
+    for run in iter_payload_runs(ds, rows, reporter.cancel):
         keys.append(_fingerprints(run))
         out_rows.append(run.rows)
-        reporter.update(reporter.done + int(run.sizes.sum()), current=ds.shard_name(run.fid))
+        reporter.update(reporter.done + int((run.ends - run.starts).sum()), current=ds.shard_name(run.fid))
     return np.concatenate(out_rows), np.concatenate(keys)
 
 

@@ -14,13 +14,6 @@ Linux offers ``MADV_POPULATE_READ`` (5.14+), a second thread faults the next
 ``POPULATE_AHEAD`` runs in while the caller works on this one (``madvise`` through
 ctypes, which lets go of the GIL; Python's ``mmap.madvise`` holds it): the caller then
 neither waits for the disk nor takes page faults, and reading overlaps its work.
-
-A pass that looks only at the first and last bytes of each payload (``heads``, ``tail``:
-stats, dedup's fingerprints) reads a shard that is in the page cache with ``pread`` of
-just those bytes instead (:mod:`.windows`): mapping every page of a run in and out costs
-more than ``cat`` takes to copy it. A second thread reading ahead does not pay there:
-each small read takes the GIL back, and reading whole runs into buffers costs more CPU
-than the page faults (the copies miss the cache).
 """
 from __future__ import annotations
 
@@ -39,11 +32,9 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..formats.tar_fields import BLOCK
 from ..progress import CancelToken
-from .windows import ShardFile, WindowPlan
 
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
-WINDOW_BUFFER = 16 << 20  # bytes of the payloads' windows read at a time (packed) at most
 POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
 RESIDENCY_PROBES = 16  # runs of a shard whose first, middle and last pages tell whether it is in the page cache
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
@@ -51,28 +42,15 @@ MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the c
 
 @dataclass
 class PayloadRun:
-    """Rows of one shard whose payloads lie in ``view``: row ``k``'s bytes from ``starts[k]`` to ``ends[k]``.
-
-    A ``windowed`` run (see :func:`iter_payload_runs`) holds only the bytes asked for: the first
-    ``heads`` bytes of each payload from ``starts[k]`` on, and its last ``tail`` bytes up to
-    ``ends[k]``; there ``ends - starts`` need not be the payload's size, ``sizes`` is.
-    """
+    """Rows of one shard whose payloads lie in ``view`` (a zero-copy window of the shard's mmap)."""
 
     fid: int
     rows: np.ndarray  # row ids, ascending by offset
     starts: np.ndarray  # payload start of each row, relative to ``view``
     ends: np.ndarray
     view: memoryview
-    sizes: np.ndarray = None  # type: ignore[assignment]  # payload sizes; ends - starts when not given
-    windowed: bool = False
-
-    def __post_init__(self) -> None:
-        if self.sizes is None:
-            self.sizes = self.ends - self.starts
 
     def payloads(self) -> Iterator[tuple[int, memoryview]]:
-        if self.windowed:
-            raise ValueError("a windowed run holds only parts of its payloads")
         view = self.view
         for row, a, b in zip(self.rows.tolist(), self.starts.tolist(), self.ends.tolist()):
             yield row, view[a:b]
@@ -87,49 +65,36 @@ def _check_bounds(ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, en
 
 
 def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None = None,
-                      batch_bytes: int = BATCH_BYTES, *, heads: np.ndarray | int | None = None,
-                      tail: int = 0) -> Iterator[PayloadRun]:
+                      batch_bytes: int = BATCH_BYTES) -> Iterator[PayloadRun]:
     """Yield :class:`PayloadRun` covering ``rows`` (any order; each row once), shard by shard within each chunk.
 
     The view of a run is valid only until the next run is taken (its pages are released).
-    With ``heads`` (bytes per row, in the order of ``rows``, or one number for all), the
-    caller looks only at the first ``heads`` and the last ``tail`` bytes of each payload:
-    runs of a shard in the page cache then hold just those bytes, packed into a reused buffer
-    (:mod:`.windows`): ``windowed`` runs, whose views hold nothing else.
     Raises ``MissingShardError`` for a row of a missing shard and ``DatasetError`` for a
     payload past its shard's end.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    head_all = None if heads is None else np.broadcast_to(np.asarray(heads, np.int64), rows.shape)
     records = ds.rows
-    buffer = _RunBuffer(min(batch_bytes, WINDOW_BUFFER))
     for lo in range(0, len(rows), CHUNK_ROWS):
         part = rows[lo : lo + CHUNK_ROWS]
         rec = records[part]
         fid = rec["fid"].astype(np.int64)
         begin = rec["offset"].astype(np.int64) + BLOCK
         size = rec["size"].astype(np.int64)
-        head = None if head_all is None else head_all[lo : lo + CHUNK_ROWS]
         if ((np.diff(fid) < 0) | ((np.diff(fid) == 0) & (np.diff(begin) < 0))).any():  # else in order already
             order = np.lexsort((begin, fid))
             part, fid, begin, size = part[order], fid[order], begin[order], size[order]
-            head = None if head is None else head[order]
         bounds = np.flatnonzero(np.diff(fid)) + 1
         shards = []
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(part)]):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            shards.append(_ShardRuns.plan(ds, int(fid[a]), part[a:b], begin[a:b], size[a:b], batch_bytes,
-                                          None if head is None else head[a:b], tail))
-        yield from _read_shards(ds, shards, cancel, buffer)
+            shards.append(_ShardRuns.plan(ds, int(fid[a]), part[a:b], begin[a:b], size[a:b], batch_bytes))
+        yield from _read_shards(shards, cancel)
 
 
 @dataclass
 class _ShardRuns:
-    """The rows of one shard in a chunk, ascending by offset, cut into runs ``(i, j, first, last)``.
-
-    ``head_end`` and ``tail_begin``: where the bytes the caller looks at end and begin again
-    (None: the whole payload)."""
+    """The rows of one shard in a chunk, ascending by offset, cut into runs ``(i, j, first, last)``."""
 
     fid: int
     mapped: mmap.mmap
@@ -137,12 +102,10 @@ class _ShardRuns:
     begin: np.ndarray
     end: np.ndarray
     runs: list[tuple[int, int, int, int]]
-    head_end: np.ndarray | None = None
-    tail_begin: np.ndarray | None = None
 
     @classmethod
     def plan(cls, ds: Dataset, fid: int, rows: np.ndarray, begin: np.ndarray, size: np.ndarray,
-             batch_bytes: int, head: np.ndarray | None = None, tail: int = 0) -> _ShardRuns:
+             batch_bytes: int) -> _ShardRuns:
         mapped = ds.shard_map(fid)
         end = begin + size
         _check_bounds(ds, fid, rows, begin, end, len(mapped))
@@ -154,46 +117,23 @@ class _ShardRuns:
             j = min(n, max(i + 1, int(np.searchsorted(reach, begin[i] + batch_bytes, side="right"))))
             runs.append((i, j, int(begin[i]), int(reach[j - 1])))
             i = j
-        if head is None:
-            return cls(fid, mapped, rows, begin, end, runs)
-        head_end = begin + np.clip(head, 0, size)
-        return cls(fid, mapped, rows, begin, end, runs, head_end, np.maximum(end - max(tail, 0), head_end))
+        return cls(fid, mapped, rows, begin, end, runs)
 
 
-class _RunBuffer:
-    """The buffer windowed runs are packed into: ``size`` bytes, made on first use and reused."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._view: memoryview | None = None
-
-    def view(self) -> memoryview:
-        if self._view is None:
-            self._view = memoryview(bytearray(self.size))
-        return self._view
-
-
-def _read_shards(ds: Dataset, shards: list[_ShardRuns], cancel: CancelToken | None,
-                 buffer: _RunBuffer) -> Iterator[PayloadRun]:
+def _read_shards(shards: list[_ShardRuns], cancel: CancelToken | None) -> Iterator[PayloadRun]:
     with ExitStack() as stack:
         wholes = [stack.enter_context(memoryview(s.mapped)) for s in shards]
-        cached = _residency(wholes, shards)
-        populator = _Populator.start(wholes, shards, cached)
+        populator = _Populator.start(wholes, shards)
         try:
-            for s, whole, in_cache in zip(shards, wholes, cached):
-                file = ShardFile.open(ds, s.fid) if in_cache and s.head_end is not None else None
-                if file is not None:
-                    try:
-                        yield from _windowed_runs(s, whole, file, buffer, cancel)
-                    finally:
-                        file.close()
-                    continue
+            for s, whole in zip(shards, wholes):
                 # read ahead far, as cat's reads do; other readers of the shard browse it afterwards
                 _advise(s.mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(s.mapped))
                 try:
                     for i, j, first, last in s.runs:
-                        yield from _mapped_run(s, whole, i, j, first, last)
-                        if populator is not None and not in_cache:
+                        with whole[first:last] as view:
+                            yield PayloadRun(s.fid, s.rows[i:j], s.begin[i:j] - first, s.end[i:j] - first, view)
+                        _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
+                        if populator is not None:
                             populator.room.release()
                         if cancel is not None:
                             cancel.raise_if_cancelled()
@@ -202,31 +142,6 @@ def _read_shards(ds: Dataset, shards: list[_ShardRuns], cancel: CancelToken | No
         finally:
             if populator is not None:
                 populator.stop()  # before the mappings' buffers are let go
-
-
-def _mapped_run(s: _ShardRuns, whole: memoryview, i: int, j: int, first: int, last: int) -> Iterator[PayloadRun]:
-    """Rows ``i:j`` of the shard as a window of its mmap, its pages dropped from the process afterwards."""
-    with whole[first:last] as view:
-        yield PayloadRun(s.fid, s.rows[i:j], s.begin[i:j] - first, s.end[i:j] - first, view)
-    _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
-
-
-def _windowed_runs(s: _ShardRuns, whole: memoryview, file: ShardFile, buffer: _RunBuffer,
-                   cancel: CancelToken | None) -> Iterator[PayloadRun]:
-    """The shard's rows in runs holding only their head and tail windows, packed (see :mod:`.windows`)."""
-    assert s.head_end is not None and s.tail_begin is not None
-    plan = WindowPlan.build(s.begin, s.head_end, s.tail_begin, s.end, buffer.size)
-    for i, j, s0, s1 in plan.runs:
-        if s0 < 0:  # its windows alone do not fit the buffer
-            yield from _mapped_run(s, whole, i, j, int(s.begin[i]), int(s.end[i]))
-        else:
-            base = int(plan.packed[s0])
-            view = file.read_spans(plan, s0, s1, buffer.view())
-            starts = np.clip(plan.row_start[i:j] - base, 0, len(view))
-            ends = np.clip(plan.row_end[i:j] - base, 0, len(view))
-            yield PayloadRun(s.fid, s.rows[i:j], starts, ends, view, s.end[i:j] - s.begin[i:j], windowed=True)
-        if cancel is not None:
-            cancel.raise_if_cancelled()
 
 
 def _advise(mapped: mmap.mmap, advice: int | None, first: int, last: int) -> None:
@@ -271,28 +186,18 @@ def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: in
     return True
 
 
-def _residency(wholes: list[memoryview], shards: list[_ShardRuns]) -> list[bool]:
-    """Per shard: are its runs in the page cache (False where Linux's mincore is not at hand)."""
-    if _LIBC is None:
-        return [False] * len(shards)
-    return [not len(whole) or _in_page_cache(_LIBC[1], np.frombuffer(whole, np.uint8).ctypes.data,
-                                             [(first, last) for _, _, first, last in s.runs])
-            for whole, s in zip(wholes, shards)]
-
-
 class _Populator:
     """Faults runs in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead of the caller.
 
-    Runs are ``(address, length)`` of a mapping, of the shards not in the page cache only: for
-    those that are, the caller's own page faults (or windowed reads) cost less than populating.
-    Not started at all when every shard is in the page cache (a thread of Python code between
-    GIL-free calls takes the GIL from the caller). It goes on from one shard to the next, so
-    reading does not stop at a shard's end. The caller releases ``room`` as it finishes each
-    run of those shards, and calls ``stop`` (which waits for the thread) before the mappings'
-    buffers are released.
+    Runs are ``(address, length)`` of a mapping, or None for a run of a shard already in the page
+    cache: there the caller's own page faults cost less than populating. Not started at all when
+    every shard is in the page cache (a thread of Python code between GIL-free calls takes the
+    GIL from the caller). It goes on from one shard to the next, so reading does not stop at a
+    shard's end. The caller releases ``room`` as it finishes each run, and calls ``stop`` (which
+    waits for the thread) before the mappings' buffers are released.
     """
 
-    def __init__(self, spans: list[tuple[int, int]]) -> None:
+    def __init__(self, spans: list[tuple[int, int] | None]) -> None:
         self.spans = spans
         self.room = threading.Semaphore(POPULATE_AHEAD + 1)
         self.stopping = False
@@ -300,15 +205,21 @@ class _Populator:
         self.thread.start()
 
     @classmethod
-    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns], cached: list[bool]) -> _Populator | None:
-        if _LIBC is None or not _populate_works or all(cached):
+    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns]) -> _Populator | None:
+        if _LIBC is None or not _populate_works:
             return None
         page = mmap.PAGESIZE
-        spans = []
-        for whole, s, in_cache in zip(wholes, shards, cached):
-            if not in_cache:
-                address = np.frombuffer(whole, np.uint8).ctypes.data
-                spans += [(address + first // page * page, last - first // page * page) for _, _, first, last in s.runs]
+        spans: list[tuple[int, int] | None] = []
+        for whole, s in zip(wholes, shards):
+            spans_of_shard = [(first, last) for _, _, first, last in s.runs]
+            address = np.frombuffer(whole, np.uint8).ctypes.data if len(whole) else 0
+            if not len(whole) or _in_page_cache(_LIBC[1], address, spans_of_shard):
+                spans += [None] * len(spans_of_shard)
+            else:
+                spans += [(address + first // page * page, last - first // page * page)
+                          for first, last in spans_of_shard]
+        if all(span is None for span in spans):
+            return None
         return cls(spans)
 
     def _run(self) -> None:
@@ -319,7 +230,7 @@ class _Populator:
             self.room.acquire()
             if self.stopping:
                 return
-            if madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
+            if span is not None and madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
                 _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
                 if not _populate_works:
                     return

@@ -8,8 +8,7 @@ each step so a view can draw as the job runs:
 2. samples per shard (a sample counts for the shard of its first row; grouping reuses
    ``Dataset.compute_samples``);
 3. payloads of label members (or JSON members, for a field) and headers of image
-   members, read shard by shard in large sequential runs (``payloads.iter_payload_runs``),
-   only the first ``IMAGE_HEADS[0]`` bytes of most images.
+   members, read shard by shard in large sequential runs (``payloads.iter_payload_runs``).
 
 Memory is bounded by the number of extensions, shards and distinct labels, not rows.
 """
@@ -36,9 +35,6 @@ from .sizehist import N_BINS, PERCENTILES, SizeHistograms
 
 MAX_LABELS = 10_000  # distinct labels kept; further values count as OTHER_LABEL
 OTHER_LABEL = "(other labels)"
-# bytes of a JPEG, PNG, WebP or BMP payload read for its size, then for the rare header that goes on longer
-# (EXIF or ICC segments before a JPEG's frame header); past both, the whole payload
-IMAGE_HEADS = (1024, 64 << 10)
 PARTIAL_INTERVAL = 0.25  # seconds between snapshots while payloads are read
 MAX_CELLS = 1 << 25  # shard x extension counts and size-histogram bins kept at most (256 MiB of int64)
 PartialCallback = Callable[["FoldStats"], None]
@@ -193,56 +189,33 @@ def _payload_pass(ds: Dataset, stats: FoldStats, source: LabelSource | None, rep
     if not stats.payload_rows_total:
         return
     base = reporter.done
-    extid_col, size_col = ds.rows["extid"], ds.rows["size"]
+    extid_col = ds.rows["extid"]
     codes = format_codes(exts)
-    header_only = is_image & ~is_label & (codes >= 1) & (codes <= 4)  # images whose parser reads a short header
-    again: list[np.ndarray] = []
     for start, part in iter_row_chunks(ds.index, reporter=ProgressReporter(None, stats.n_rows), cancel=reporter.cancel):
         rows = np.flatnonzero(np.isin(part["extid"], wanted) & present[part["fid"]]) + start
-        heads = np.where(header_only[extid_col[rows]], IMAGE_HEADS[0], size_col[rows].astype(np.int64))
-        for run in iter_payload_runs(ds, rows, reporter.cancel, heads=heads):
+        for run in iter_payload_runs(ds, rows, reporter.cancel):
             extids = extid_col[run.rows].astype(np.int64)
-            buf = np.frombuffer(run.view, np.uint8)
-            _count_run_labels(stats, source, run, buf, is_label[extids])
-            again.append(_add_image_sizes(stats, run, buf, is_image[extids], codes[extids],
-                                          np.where(header_only[extids], IMAGE_HEADS[0], run.sizes)))
-            del buf  # the run's view is released when the next run is taken
+            _run_stats(stats, source, run, is_label[extids], is_image[extids], codes[extids])
             stats.payload_rows_done += len(run.rows)
             reporter.update(base + stats.payload_rows_done, current=stats.shard_names.get(run.fid, ""))
             emit(False)
-    for head in (*IMAGE_HEADS[1:], None):  # images whose header went on past what was read: read more of them
-        rows, again = np.concatenate(again) if again else np.zeros(0, np.int64), []
-        for run in iter_payload_runs(ds, rows, reporter.cancel, heads=head):
-            buf = np.frombuffer(run.view, np.uint8)
-            again.append(_add_image_sizes(stats, run, buf, np.ones(len(run.rows), bool),
-                                          codes[extid_col[run.rows].astype(np.int64)],
-                                          run.sizes if head is None else np.minimum(run.sizes, head)))
-            del buf
-            emit(False)
 
 
-def _count_run_labels(stats: FoldStats, source: LabelSource | None, run: PayloadRun, buf: np.ndarray,
-                      labels: np.ndarray) -> None:
+def _run_stats(stats: FoldStats, source: LabelSource | None, run: PayloadRun, labels: np.ndarray,
+               images: np.ndarray, codes: np.ndarray) -> None:
+    """Labels and image sizes of one run of payloads, counted in batches."""
+    buf = np.frombuffer(run.view, np.uint8)
+    sizes = run.ends - run.starts
     # fault the run's first page of every payload in, in one ascending sweep, before the label and image
     # passes each sweep it: on a cold page cache one sweep keeps the kernel's read-ahead streaming
-    if not run.windowed and len(run.starts) and len(buf):
-        buf[np.minimum(run.starts, len(buf) - 1)].max()
+    if len(run.starts):
+        buf[run.starts].max()
     if source is not None and labels.any():
-        for label, count in source.count_labels(buf, run.starts[labels], run.sizes[labels]).items():
+        for label, count in source.count_labels(buf, run.starts[labels], sizes[labels]).items():
             _count_label(stats, label, run.fid, count)
-
-
-def _add_image_sizes(stats: FoldStats, run: PayloadRun, buf: np.ndarray, images: np.ndarray, codes: np.ndarray,
-                     read: np.ndarray) -> np.ndarray:
-    """Count the sizes of the ``images`` of a run, from the first ``read`` bytes of each; returns the rows
-    whose header was not found in bytes read short of the whole payload (to be read further)."""
-    if not images.any():
-        return np.zeros(0, np.int64)
-    read = read[images]
-    dims = image_sizes(buf, run.starts[images], read, codes[images])
-    cut = (read < run.sizes[images]) & ~((dims[:, 0] > 0) & (dims[:, 1] > 0))
-    stats.dims.add(dims[~cut])
-    return run.rows[images][cut]
+    if images.any():
+        stats.dims.add(image_sizes(buf, run.starts[images], sizes[images], codes[images]))
+    del buf  # the run's view is released when the next run is taken
 
 
 def _count_label(stats: FoldStats, label: str | None, fid: int, count: int) -> None:

@@ -54,24 +54,17 @@ def jpeg(width: int, height: int, seed: int) -> bytes:
     return out.getvalue()
 
 
-READERS = ["windows", "windows-small", "populate", "faults"]
+READERS = ["populate", "faults"]
 
 
 def use_reader(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read payload runs as where the shards are in the page cache: the windows a pass asks for by preadv
-    ("windows"; "windows-small": into a buffer of 3,000 bytes, so runs are cut often and payloads whose
-    windows do not fit are read through the mmap); as on a cold page cache, populated ahead on a second
-    thread ("populate"); or by the caller's page faults alone ("faults"), as where Linux lacks
-    MADV_POPULATE_READ."""
+    """Read payload runs populated ahead on a second thread, as on a cold page cache ("populate"), or by the
+    caller's page faults alone ("faults"), as where Linux lacks MADV_POPULATE_READ."""
     from itarcore.content import payloads
 
-    if kind != "faults" and payloads._LIBC is None:
-        pytest.skip("no libc madvise here")
-    if kind.startswith("windows"):
-        monkeypatch.setattr(payloads, "_in_page_cache", lambda *args: True)
-        if kind == "windows-small":
-            monkeypatch.setattr(payloads, "WINDOW_BUFFER", 3000)
-    elif kind == "populate":
+    if kind == "populate":
+        if payloads._LIBC is None:
+            pytest.skip("no libc madvise here")
         monkeypatch.setattr(payloads, "_in_page_cache", lambda *args: False)
     else:
         monkeypatch.setattr(payloads, "_LIBC", None)
