@@ -174,7 +174,8 @@ def _fingerprints(run: PayloadRun) -> np.ndarray:
     tail[long] = windows[ends[long] - WINDOW]
     key = np.zeros(n, np.uint64)
     for window in (head, tail):
-        for column in window.view("<u8").T:  # WINDOW / 8 rounds, each over all payloads at once
+        columns = np.ascontiguousarray(window.view("<u8").T)  # one transpose, then contiguous rows
+        for column in columns:  # WINDOW / 8 rounds, each over all payloads at once
             key = (key ^ column) * _MIX
             key ^= key >> np.uint64(31)
     key *= _MIX2

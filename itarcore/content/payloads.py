@@ -4,7 +4,8 @@ Rows are taken a chunk at a time, ordered by (shard, offset) within the chunk, a
 from the shard's mmap in runs of at most ``BATCH_BYTES``, their pages dropped from this
 process behind each run (``MADV_DONTNEED``; the page cache keeps them), so a pass reads
 each shard sequentially with a resident size of about one run (``1 + POPULATE_AHEAD``
-runs on a cold page cache), whatever the size of the fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
+runs on a cold page cache; ``WARM_RUNS`` runs, taken together, for a shard in the page cache),
+whatever the size of the fold. The mapping is marked sequential while a pass reads it (``MADV_SEQUENTIAL``: far
 read-ahead, as ``cat``'s reads get); asking for each run ahead (``MADV_WILLNEED``) cost
 several times more CPU on a cold page cache. Hashing straight from the page cache costs
 a quarter of the CPU of ``pread`` into a buffer when the shards are cached.
@@ -36,6 +37,8 @@ from ..storage.residency import libc_calls
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
 POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
+# runs of a shard in the page cache taken together: fewer, larger batches of numpy work and of page drops
+WARM_RUNS = 4
 RESIDENCY_PROBES = 16  # runs of a shard whose first, middle and last pages tell whether it is in the page cache
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
 
@@ -80,8 +83,9 @@ def iter_payload_runs(ds: Dataset, rows: np.ndarray, cancel: CancelToken | None 
         fid = rec["fid"].astype(np.int64)
         begin = rec["offset"].astype(np.int64) + BLOCK
         size = rec["size"].astype(np.int64)
-        order = np.lexsort((begin, fid))
-        part, fid, begin, size = part[order], fid[order], begin[order], size[order]
+        if ((np.diff(fid) < 0) | ((np.diff(fid) == 0) & (np.diff(begin) < 0))).any():  # else in order already
+            order = np.lexsort((begin, fid))
+            part, fid, begin, size = part[order], fid[order], begin[order], size[order]
         bounds = np.flatnonzero(np.diff(fid)) + 1
         shards = []
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(part)]):
@@ -118,21 +122,27 @@ class _ShardRuns:
             i = j
         return cls(fid, mapped, rows, begin, end, runs)
 
+    def merged_runs(self, k: int) -> list[tuple[int, int, int, int]]:
+        """Every ``k`` consecutive runs taken as one."""
+        return [(group[0][0], group[-1][1], group[0][2], max(run[3] for run in group))
+                for group in (self.runs[a : a + k] for a in range(0, len(self.runs), k))]
+
 
 def _read_shards(shards: list[_ShardRuns], cancel: CancelToken | None) -> Iterator[PayloadRun]:
     with ExitStack() as stack:
         wholes = [stack.enter_context(memoryview(s.mapped)) for s in shards]
-        populator = _Populator.start(wholes, shards)
+        cached = _residency(wholes, shards)
+        populator = _Populator.start(wholes, shards, cached)
         try:
-            for s, whole in zip(shards, wholes):
+            for s, whole, in_cache in zip(shards, wholes, cached):
                 # read ahead far, as cat's reads do; other readers of the shard browse it afterwards
                 _advise(s.mapped, getattr(mmap, "MADV_SEQUENTIAL", None), 0, len(s.mapped))
                 try:
-                    for i, j, first, last in s.runs:
+                    for i, j, first, last in (s.merged_runs(WARM_RUNS) if in_cache else s.runs):
                         with whole[first:last] as view:
                             yield PayloadRun(s.fid, s.rows[i:j], s.begin[i:j] - first, s.end[i:j] - first, view)
                         _advise(s.mapped, getattr(mmap, "MADV_DONTNEED", None), first, last)
-                        if populator is not None:
+                        if populator is not None and not in_cache:
                             populator.room.release()
                         if cancel is not None:
                             cancel.raise_if_cancelled()
@@ -170,18 +180,27 @@ def _in_page_cache(mincore: Callable[[int, int, ctypes.Array], int], address: in
     return True
 
 
+def _residency(wholes: list[memoryview], shards: list[_ShardRuns]) -> list[bool]:
+    """Per shard: are its runs in the page cache (False where Linux's mincore is not at hand)."""
+    if _LIBC is None:
+        return [False] * len(shards)
+    return [not len(whole) or _in_page_cache(_LIBC[1], np.frombuffer(whole, np.uint8).ctypes.data,
+                                             [(first, last) for _, _, first, last in s.runs])
+            for whole, s in zip(wholes, shards)]
+
+
 class _Populator:
     """Faults runs in, in order, on a second thread, at most ``POPULATE_AHEAD`` ahead of the caller.
 
-    Runs are ``(address, length)`` of a mapping, or None for a run of a shard already in the page
-    cache: there the caller's own page faults cost less than populating. Not started at all when
-    every shard is in the page cache (a thread of Python code between GIL-free calls takes the
-    GIL from the caller). It goes on from one shard to the next, so reading does not stop at a
-    shard's end. The caller releases ``room`` as it finishes each run, and calls ``stop`` (which
-    waits for the thread) before the mappings' buffers are released.
+    Runs are ``(address, length)`` of a mapping, of the shards not in the page cache only: for
+    those that are, the caller's own page faults cost less than populating. Not started at all
+    when every shard is in the page cache (a thread of Python code between GIL-free calls takes
+    the GIL from the caller). It goes on from one shard to the next, so reading does not stop at
+    a shard's end. The caller releases ``room`` as it finishes each run of those shards, and
+    calls ``stop`` (which waits for the thread) before the mappings' buffers are released.
     """
 
-    def __init__(self, spans: list[tuple[int, int] | None]) -> None:
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
         self.spans = spans
         self.room = threading.Semaphore(POPULATE_AHEAD + 1)
         self.stopping = False
@@ -189,21 +208,15 @@ class _Populator:
         self.thread.start()
 
     @classmethod
-    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns]) -> _Populator | None:
-        if _LIBC is None or not _populate_works:
+    def start(cls, wholes: list[memoryview], shards: list[_ShardRuns], cached: list[bool]) -> _Populator | None:
+        if _LIBC is None or not _populate_works or all(cached):
             return None
         page = mmap.PAGESIZE
-        spans: list[tuple[int, int] | None] = []
-        for whole, s in zip(wholes, shards):
-            spans_of_shard = [(first, last) for _, _, first, last in s.runs]
-            address = np.frombuffer(whole, np.uint8).ctypes.data if len(whole) else 0
-            if not len(whole) or _in_page_cache(_LIBC[1], address, spans_of_shard):
-                spans += [None] * len(spans_of_shard)
-            else:
-                spans += [(address + first // page * page, last - first // page * page)
-                          for first, last in spans_of_shard]
-        if all(span is None for span in spans):
-            return None
+        spans = []
+        for whole, s, in_cache in zip(wholes, shards, cached):
+            if not in_cache:
+                address = np.frombuffer(whole, np.uint8).ctypes.data
+                spans += [(address + first // page * page, last - first // page * page) for _, _, first, last in s.runs]
         return cls(spans)
 
     def _run(self) -> None:
@@ -214,7 +227,7 @@ class _Populator:
             self.room.acquire()
             if self.stopping:
                 return
-            if span is not None and madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
+            if madvise(span[0], span[1], MADV_POPULATE_READ) != 0:
                 _populate_works = ctypes.get_errno() != errno.EINVAL  # not this kernel; other errors: not this run
                 if not _populate_works:
                     return

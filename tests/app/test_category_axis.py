@@ -102,3 +102,27 @@ def test_label_bars_thin_and_cut_long_label_names(qtbot):
     texts = drawn_texts(bars.getAxis("bottom"))
     assert_apart_and_faithful(texts, list(totals), bars.getAxis("bottom"))
     assert 1 < len(texts) < len(totals)  # 30 labels in 330 px: every other one, upright
+
+
+def test_cell_counts_are_redrawn_on_the_same_items(heatmap, qtbot):
+    """A partial result every 0.25 s resets the cells' text items (new counts, colours) instead of making new ones."""
+    heatmap.resize(900, 800)
+    heatmap.show()
+    settle()
+    items = list(heatmap.cell_texts)
+    matrix = np.arange(len(SHARDS) * len(EXTENSIONS), dtype=np.int64).reshape(len(SHARDS), len(EXTENSIONS))
+    grown = matrix * 1000
+    heatmap.show_stats(SimpleNamespace(fids=list(range(len(SHARDS))), shard_ext=grown, extensions=EXTENSIONS,
+                                       shard_names=dict(enumerate(SHARDS))))
+    assert heatmap.cell_texts == items and all(item.scene() is heatmap.scene() for item in items)
+    assert [item.toPlainText() for item in items] == [f"{n:,}" for n in grown.ravel().tolist()]
+    top = np.log1p(float(grown.max()))
+    dark = [np.log1p(float(n)) > 0.5 * top for n in grown.ravel().tolist()]
+    assert [item.color.getRgb()[:3] for item in items] == [(255, 255, 255) if d else (20, 30, 90) for d in dark]
+    assert [(item.pos().x(), item.pos().y()) for item in items] == [
+        (c + 0.5, r + 0.5) for r in range(len(SHARDS)) for c in range(len(EXTENSIONS))]
+    fewer = grown[:3, :2]
+    heatmap.show_stats(SimpleNamespace(fids=[0, 1, 2], shard_ext=fewer, extensions=EXTENSIONS[:2],
+                                       shard_names=dict(enumerate(SHARDS))))
+    assert heatmap.cell_texts == items[:6] and all(item.scene() is None for item in items[6:])
+    assert [item.toPlainText() for item in heatmap.cell_texts] == [f"{n:,}" for n in fewer.ravel().tolist()]

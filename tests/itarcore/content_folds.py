@@ -54,17 +54,20 @@ def jpeg(width: int, height: int, seed: int) -> bytes:
     return out.getvalue()
 
 
-READERS = ["populate", "faults"]
+READERS = ["cached", "populate", "faults"]
 
 
 def use_reader(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read payload runs populated ahead on a second thread, as on a cold page cache ("populate"), or by the
-    caller's page faults alone ("faults"), as where Linux lacks MADV_POPULATE_READ."""
+    """Read payload runs as from shards in the page cache, by the caller's page faults in runs taken
+    together ("cached"); as on a cold page cache, populated ahead on a second thread ("populate"); or
+    by the caller's page faults alone, run by run ("faults"), as where Linux lacks MADV_POPULATE_READ."""
     from itarcore.content import payloads
 
-    if kind == "populate":
-        if payloads._LIBC is None:
-            pytest.skip("no libc madvise here")
+    if kind != "faults" and payloads._LIBC is None:
+        pytest.skip("no libc madvise here")
+    if kind == "cached":
+        monkeypatch.setattr(payloads, "_in_page_cache", lambda *args: True)
+    elif kind == "populate":
         monkeypatch.setattr(payloads, "_in_page_cache", lambda *args: False)
     else:
         monkeypatch.setattr(payloads, "_LIBC", None)

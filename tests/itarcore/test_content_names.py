@@ -6,6 +6,7 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from content_folds import WEBDS
 
 from itarcore.content.names import header_names_suffice, stem_names
@@ -49,3 +50,22 @@ def test_long_names_are_never_taken_from_the_header(tmp_path: Path) -> None:
     direct = check_fold(tmp_path / "p.taridx")
     # behind a long name, a non-ASCII name (pax headers) or a directory entry: read through the scan
     assert direct.tolist() == [True, False, True, False, True, False, False]
+
+
+def test_shard_order_shortcut_agrees_with_searching_each_shard(fold64_master: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from itarcore.content import names
+
+    index_fold(sorted(fold64_master.glob("big_*.tar")), tmp_path / "big.taridx")
+    for index, shard_dir in [(WEBDS / f"{fold}.taridx", None) for fold in ("train", "val", "mixed")] + [
+            (tmp_path / "big.taridx", fold64_master)]:
+        with Dataset.open(index, shard_dir) as ds:
+            assert names._in_shard_order(ds.rows["fid"], ds.rows["offset"], step=7)  # as indexes are written
+            rows = np.arange(ds.n_rows)[::-1]
+            shortcut = header_names_suffice(ds, rows)
+            with monkeypatch.context() as patched:
+                patched.setattr(names, "_in_shard_order", lambda *args: False)
+                assert shortcut.tolist() == header_names_suffice(ds, rows).tolist()
+            shuffled = ds.rows.copy()
+            shuffled[[0, -1]] = shuffled[[-1, 0]]
+            assert not names._in_shard_order(shuffled["fid"], shuffled["offset"], step=7)

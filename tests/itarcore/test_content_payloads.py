@@ -121,11 +121,22 @@ def test_runs_hold_every_payload_and_stop_cleanly(tmp_path: Path, reader: str) -
     with Dataset.open(index) as ds:
         rows = np.arange(ds.n_rows)[::-1]  # any order in; ordered by shard and offset out
         seen = {}
+        runs = 0
         for run in iter_payload_runs(ds, rows, batch_bytes=700):
+            runs += 1
             assert list(run.rows) == sorted(run.rows, key=lambda r: int(ds.rows["offset"][r]))
             for row, data in run.payloads():
                 seen[(ds.stem_names([row])[0], ds.ext_of(row))] = bytes(data)
         assert seen == truth
+        want = 0
+        for fid in (0, 1):
+            mine = np.flatnonzero(ds.rows["fid"] == fid)
+            mine = mine[np.argsort(ds.rows["offset"][mine])]
+            begin = ds.rows["offset"][mine].astype(np.int64) + 512
+            planned = len(payloads._ShardRuns.plan(ds, fid, mine, begin, ds.rows["size"][mine].astype(np.int64),
+                                                   700).runs)
+            want += -(-planned // payloads.WARM_RUNS) if reader == "cached" else planned  # cached: WARM_RUNS at a time
+        assert runs == want and want > 4
         runs = iter_payload_runs(ds, rows, batch_bytes=700)
         next(runs)
         runs.close()  # the populating thread is joined before the mapping is let go

@@ -110,6 +110,50 @@ def test_json_field_labels_and_image_sizes(tmp_path: Path) -> None:
     assert {(s["width"], s["height"]) for s in dims["sizes"]} == {(30 + i, 20) for i in range(6)}
 
 
+def encoded(fmt: str, size: tuple[int, int], mode: str = "RGB", **options: object) -> bytes:
+    out = io.BytesIO()
+    Image.new(mode, size, (200, 40, 90, 10)[: len(mode)]).save(out, fmt, **options)
+    return out.getvalue()
+
+
+def long_header_images() -> list[tuple[str, bytes]]:
+    """Images whose size lies at every depth: in the first bytes, past 1 KiB, past 64 KiB, and damaged ones."""
+    rng = np.random.default_rng(3)
+    icc = bytes(rng.integers(0, 256, 150_000, dtype=np.uint8))  # split over three APP2 segments, before the frame
+    return [
+        ("a.jpg", encoded("JPEG", (40, 30))),
+        ("b.jpg", encoded("JPEG", (17, 300), exif=Image.Exif().tobytes() + b"\0" * 3000)),
+        ("c.jpg", encoded("JPEG", (99, 5), icc_profile=icc)),
+        ("d.jpg", encoded("JPEG", (64, 48), mode="CMYK")),
+        ("e.jpg", encoded("JPEG", (301, 17), progressive=True, exif=b"Exif\0\0" + bytes(60_000))),
+        ("f.png", encoded("PNG", (7, 9))),
+        ("g.webp", encoded("WEBP", (33, 21), lossless=True)),
+        ("h.webp", encoded("WEBP", (12, 8), mode="RGBA", quality=50)),
+        ("i.bmp", encoded("BMP", (5, 6))),
+        ("j.gif", encoded("GIF", (44, 33))),
+        ("k.jpg", encoded("JPEG", (20, 20), icc_profile=icc)[:40_000]),  # cut short before its frame header
+        ("l.png", b"\x89PNG\r\n\x1a\n" + bytes(5000)),
+    ]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_image_sizes_at_every_header_depth_match_pillow(tmp_path: Path, reader: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    use_reader(reader, monkeypatch)
+    images = long_header_images()
+    index = write_fold(tmp_path / "deep", "train", [images[::2], images[1::2]])
+    want: Counter = Counter()
+    unreadable = 0
+    for _, data in images:
+        try:
+            want[Image.open(io.BytesIO(data)).size] += 1
+        except OSError:
+            unreadable += 1
+    dims = compute_stats(index).to_json()["image_dims"]
+    assert (dims["images"], dims["unreadable"]) == (len(images), unreadable) and unreadable == 2
+    assert {(s["width"], s["height"]): s["count"] for s in dims["sizes"]} == dict(want)
+
+
 def test_field_naming_an_extension_reads_those_members(tmp_path: Path) -> None:
     index = write_fold(tmp_path / "c2", "train", [[("a.cls2", b" 5\n"), ("b.cls2", b"5"), ("c.cls2", b"x")]])
     stats = compute_stats(index, label_field="cls2")

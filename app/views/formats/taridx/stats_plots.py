@@ -81,17 +81,24 @@ class ShardExtHeatmap(pg.PlotWidget):
         return f"{self.shard_names[row]} · {self.extensions[column]}: {count:,} row{'s' * (count != 1)}"
 
     def _label_cells(self, matrix: np.ndarray, image: np.ndarray, top: float) -> None:
-        for item in self.cell_texts:
-            self.removeItem(item)
-        self.cell_texts = []
-        if matrix.size > MAX_LABELLED_CELLS:
+        """Print each cell's count; the items are kept and reset, as partial results redraw every 0.25 s."""
+        wanted = matrix.size if matrix.size <= MAX_LABELLED_CELLS else 0
+        while len(self.cell_texts) > wanted:
+            self.removeItem(self.cell_texts.pop())
+        while len(self.cell_texts) < wanted:
+            item = pg.TextItem("", anchor=(0.5, 0.5))
+            self.addItem(item)
+            self.cell_texts.append(item)
+        if not wanted:
             return
-        for (r, c), count in np.ndenumerate(matrix):
+        for item, ((r, c), count) in zip(self.cell_texts, np.ndenumerate(matrix)):
             dark = image[r, c] > 0.5 * top  # light text on the dark end of the colour map
-            text = pg.TextItem(f"{count:,}", color=(255, 255, 255) if dark else (20, 30, 90), anchor=(0.5, 0.5))
-            text.setPos(c + 0.5, r + 0.5)
-            self.addItem(text)
-            self.cell_texts.append(text)
+            colour = (255, 255, 255) if dark else (20, 30, 90)
+            text = f"{count:,}"
+            if item.toPlainText() != text or item.color.getRgb()[:3] != colour:
+                item.setText(text, color=colour)
+            item.setPos(c + 0.5, r + 0.5)
+        self._fit_cell_texts()
 
     def show_stats(self, stats) -> None:
         fids = stats.fids
