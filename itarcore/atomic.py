@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,11 +41,14 @@ def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterator[BinaryIO]:
+def atomic_write(target: str | os.PathLike[str], durable: bool = True,
+                 while_syncing: Callable[[], None] | None = None) -> Iterator[BinaryIO]:
     """Yield a binary file; on success it replaces ``target`` whole, on any error nothing changes.
 
     ``durable=False`` (cache files that can be rebuilt) skips the fsyncs and the sweep of dead writers'
     temporaries: a crash may lose the file, never leave a half-written one under its name.
+    ``while_syncing`` runs while the file's fsync waits on the disk (on another thread, which
+    lets the GIL go); if it raises, nothing changes and its error propagates.
     """
     target = Path(target)
     if durable:
@@ -55,7 +59,9 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterat
         yield fh
         fh.flush()
         if durable:
-            os.fsync(fh.fileno())
+            _fsync(fh.fileno(), while_syncing)
+        elif while_syncing is not None:
+            while_syncing()
         fh.close()
         os.replace(tmp, target)
         if durable:
@@ -65,6 +71,28 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterat
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _fsync(fd: int, meanwhile: Callable[[], None] | None) -> None:
+    if meanwhile is None:
+        os.fsync(fd)
+        return
+    failed: list[OSError] = []
+    syncing = threading.Thread(target=lambda: _fsync_into(fd, failed), name="itarcore-fsync")
+    syncing.start()
+    try:
+        meanwhile()
+    finally:
+        syncing.join()
+    if failed:
+        raise failed[0]
+
+
+def _fsync_into(fd: int, failed: list[OSError]) -> None:
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        failed.append(exc)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -6,13 +6,18 @@ Any change to one of them is a different key, so a stale entry is never read; st
 a shard's new table removes the entries of its older versions. Entries are written atomically (temporary file + rename), so a
 killed run leaves only whole entries, and every entry it finished is reused by the next.
 
-File layout (version 1), little endian, chosen over ``.npz`` because a fold of 10^5
+File layout (version 2), little endian, chosen over ``.npz`` because a fold of 10^5
 shards loads one small file per shard and zip parsing would dominate:
 
     magic  b"ITARSHC" + version byte
     u32    length of the JSON header that follows
     JSON   {"path", "size", "mtime_ns", "version", "file_size", "ext_names", "arrays": [[name, dtype, shape, offset]...]}
     arrays raw bytes, each at an 8-byte aligned offset from the start of the file
+
+Besides the table's columns, version 2 stores the shard's rows as the fold's index holds
+them (32-byte TARIDX records; fid 0, local extension ids, crash id 0) and the keyhash of
+each run of rows, so a fold of cached shards merges with byte copies, without numpy
+(:mod:`itarcore.indexing.cached_fold`).
 
 An entry that cannot be read for any reason (truncated, another version, another
 identity under the same key) counts as absent: the shard is scanned again.
@@ -28,27 +33,44 @@ import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import xxhash
 
 from .. import __version__
 from ..cachedir import cache_root
-from .indexer import ShardMembers
+from ..formats.taridx_header import RECORD_SIZE
 
-CACHE_VERSION = 1  # bump when the file layout, or what a scan puts in a shard's table, changes
+if TYPE_CHECKING:  # numpy and the indexer load only when a table is decoded or encoded (see cached_fold)
+    from .indexer import ShardMembers
+
+CACHE_VERSION = 2  # bump when the file layout, or what a scan puts in a shard's table, changes
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
 SUBFOLDER = "shards"  # beside other caches of the same folder
 _ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
     "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
     "ext_codes": "<i8", "run_starts": "<i8",
 }
+_MERGE_READY = {"records": "|u1", "run_keyhash": "<u8"}  # (n, 32) TARIDX rows; keyhash at each run start
 _HEAD = struct.Struct("<8sI")
+ROUTE_REASON = "every shard's table came from the cache"  # a build's route_reason when nothing was scanned
 
 
 def default_cache_dir() -> Path:
     """Where shard tables go by default: ``shards`` in :func:`cache_root`."""
     return cache_root() / SUBFOLDER
+
+
+@dataclass
+class ShardCounts:
+    """How each shard's member table was obtained in one run."""
+
+    reused: int = 0  # loaded from the cache
+    scanned: int = 0
+    failed: int = 0
+
+    def text(self) -> str:
+        return f"{self.reused} reused, {self.scanned} scanned" + (f", {self.failed} failed" if self.failed else "")
 
 
 @dataclass(frozen=True)
@@ -94,16 +116,23 @@ class ShardCache:
         key = identity.key
         return os.path.join(self._versioned, key[:2], key + ".members")
 
-    def load(self, identity: ShardIdentity) -> ShardMembers | None:
-        """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
+    def map_entry(self, identity: ShardIdentity) -> mmap.mmap | None:
+        """The entry file of this shard version, mapped, or None when there is none (or it is empty)."""
         try:
             with open(self._entry(identity), "rb", buffering=0) as fh:
                 # Mapped, not read: no zeroed buffer to fault in and copy into (a fifth of a cached
                 # fold's index time). Copy-on-write, so the arrays are writable as before; entries
                 # are only ever replaced by a rename, so the mapped file never shrinks under us.
-                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-            return _decode(data, identity)
-        except (OSError, ValueError, KeyError, TypeError, struct.error):
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError):
+            return None
+
+    def load(self, identity: ShardIdentity) -> ShardMembers | None:
+        """The cached table of this exact shard version, or None (absent, unreadable, or not this shard)."""
+        data = self.map_entry(identity)
+        try:
+            return None if data is None else _decode(data, identity)
+        except (ValueError, KeyError, TypeError, struct.error):
             return None
 
     def store(self, identity: ShardIdentity, members: ShardMembers) -> Path:
@@ -141,7 +170,17 @@ class ShardCache:
 
 
 def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
+    import numpy as np
+
+    from ..formats.taridx import ROW_DTYPE
+
     arrays = {name: np.ascontiguousarray(getattr(members, name), dtype) for name, dtype in _ARRAYS.items()}
+    records = np.zeros(len(arrays["keyhash"]), ROW_DTYPE)
+    for field, column in (("offset", "header_offsets"), ("size", "sizes"), ("extid", "ext_codes"),
+                          ("keyhash", "keyhash")):
+        records[field] = arrays[column]
+    arrays["records"] = records.view(np.uint8).reshape(-1, ROW_DTYPE.itemsize)
+    arrays["run_keyhash"] = arrays["keyhash"][arrays["run_starts"]]
     layout, offset = [], 0
     for name, arr in arrays.items():
         layout.append([name, arr.dtype.str, list(arr.shape), offset])
@@ -159,7 +198,11 @@ def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
     return bytes(out)
 
 
-def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMembers | None:
+def entry_header(data: bytearray | mmap.mmap, identity: ShardIdentity) -> tuple[dict[str, Any], int] | None:
+    """An entry's JSON header and where its arrays start, or None when it is not this shard's entry.
+
+    Raises ValueError, KeyError or struct.error on a damaged entry (callers count it as absent).
+    """
     magic, head_len = _HEAD.unpack_from(data, 0)
     if magic != MAGIC:
         return None
@@ -168,16 +211,29 @@ def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMember
     if found != (identity.path, identity.size, identity.mtime_ns, identity.version):
         return None
     start = _HEAD.size + head_len
-    start += -start % 8
+    return header, start + -start % 8
+
+
+def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMembers | None:
+    import numpy as np
+
+    from .indexer import ShardMembers
+
+    found = entry_header(data, identity)
+    if found is None:
+        return None
+    header, start = found
     arrays = {}
     for name, dtype, shape, at in header["arrays"]:
-        if name not in _ARRAYS or np.dtype(dtype) != np.dtype(_ARRAYS[name]):
+        if np.dtype(dtype) != np.dtype(_ARRAYS.get(name) or _MERGE_READY[name]):
             return None
         arr = np.frombuffer(data, dtype, math.prod(shape), start + at).reshape(shape)  # ValueError when cut short
         arrays[name] = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
-    if set(arrays) != set(_ARRAYS):
+    if set(arrays) != set(_ARRAYS) | set(_MERGE_READY):
         return None
     n = len(arrays["keyhash"])
+    if arrays["records"].shape != (n, RECORD_SIZE) or len(arrays["run_keyhash"]) != len(arrays["run_starts"]):
+        return None
     if any(len(arrays[k]) != n for k in ("header_offsets", "sizes", "stems", "stem_lengths", "ext_codes")):
         return None
     if arrays["stems"].ndim != 2 or (n and not 0 <= int(arrays["ext_codes"].min()) <= int(

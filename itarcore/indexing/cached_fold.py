@@ -1,0 +1,161 @@
+"""A fold whose every shard table is cached, merged without numpy.
+
+Rerunning ``itarcore index`` on a fold whose shards have not changed is start-up, a
+merge and a write; importing numpy alone took longer than the merge. When the fold is
+the usual webdataset case, this module merges the cached tables with byte copies (each
+entry holds its shard's rows as TARIDX records, see :mod:`itarcore.indexing.cache`) and one
+``set`` of the runs' keyhashes, and numpy is never imported. The usual case:
+
+* every shard's table is in the cache, and the fold has between 1 and 65,536 shards;
+* each shard's extensions, in first-appearance order, are a prefix of the fold's (their
+  local ids are the fold's ids), and a shard has fewer than 256 of them;
+* no two runs of rows (``run_starts``) share a keyhash: every sample's rows are adjacent,
+  and no two stems collide, so there are no crash ids, the stem count is the run count,
+  and the fold is contiguous (``--contiguous`` then keeps the order, as in the numpy merge).
+
+The last condition is what the fold's stem count, crash stems and contiguity rest on, and
+the one that costs (a ``set`` of every run's keyhash): :meth:`CachedFold.check_runs` checks
+it while the written index's fsync waits on the disk, and a failure discards that file.
+Anything else returns None, and in either case the caller takes the numpy route
+(:func:`itarcore.indexing.indexer.merge_shards`), which gives the same bytes in every case
+(the tests compare both).
+"""
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import struct
+import sys
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..formats.taridx_header import RECORD_SIZE
+from .cache import _ARRAYS, _MERGE_READY, ShardCache, ShardIdentity, entry_header
+from .discover import MAX_SHARDS
+
+_U16_PER_ROW = RECORD_SIZE // 2  # fid is a row's first u16
+_EXTID = 18  # byte offset of a row's u16 extid
+_MAX_LOCAL_EXTENSIONS = 255  # local ids fit the low byte of each code (counted with bytes.count)
+
+
+@dataclass
+class CachedFold:
+    """A fold merged from cached tables, as ``FoldIndex`` holds it, its rows as raw records."""
+
+    records: bytearray  # n_rows 32-byte TARIDX rows, fid order
+    n_rows: int
+    extensions: list[str]
+    extension_counts: list[int]  # rows per extension, in id order
+    n_stems: int  # the number of runs: the stem count once check_runs passes
+    shard_sizes: list[int]
+    run_keyhashes: list[memoryview]  # per shard, the keyhash of each run of rows
+    contiguous: bool = True  # once check_runs passes
+    crash_stems: tuple[str, ...] = ()
+
+    def check_runs(self) -> None:
+        """Raise :class:`RunsShareKeyhash` unless no two runs of rows share a keyhash (see the module)."""
+        distinct: set[int] = set()
+        for keyhashes in self.run_keyhashes:
+            distinct.update(keyhashes.tolist())
+        if len(distinct) != self.n_stems:
+            raise RunsShareKeyhash("a stem's rows are not adjacent, or two stems share a keyhash")
+
+
+class RunsShareKeyhash(Exception):
+    """The fold is not the usual case after all: its merge needs the numpy route."""
+
+
+@dataclass
+class _Table:
+    """One cached shard table, as views of its mapped entry."""
+
+    records: memoryview  # n 32-byte rows: fid 0, local extension ids, crash id 0
+    run_keyhash: memoryview  # "Q": the keyhash of each run of rows
+    ext_names: list[str]
+    file_size: int
+
+
+def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) -> CachedFold | None:
+    """The fold of local ``shards`` (fid order) from ``cache`` alone, or None when it is not the usual case.
+
+    Its stem count, crash stems and contiguity hold only once :meth:`CachedFold.check_runs` passes.
+    """
+    if not 0 < len(shards) <= MAX_SHARDS or sys.byteorder != "little":
+        return None
+    tables = []
+    for shard in shards:
+        identity = ShardIdentity.of(shard)
+        data = cache.map_entry(identity)
+        table = _read_table(data, identity) if data is not None else None
+        if table is None:
+            return None
+        tables.append(table)
+    ext_ids: dict[str, int] = {}
+    for table in tables:
+        for local, name in enumerate(table.ext_names):
+            if ext_ids.setdefault(name, len(ext_ids)) != local:
+                return None
+    n_runs = sum(len(t.run_keyhash) for t in tables)
+    if n_runs == 0:
+        return None
+    records, counts = _assemble(tables, len(ext_ids))
+    return CachedFold(records, len(records) // RECORD_SIZE, list(ext_ids), counts, n_runs,
+                      [t.file_size for t in tables], [t.run_keyhash for t in tables])
+
+
+def _assemble(tables: list[_Table], n_extensions: int) -> tuple[bytearray, list[int]]:
+    """The fold's rows, each shard's with its fid, and rows per extension."""
+    records = bytearray().join(t.records for t in tables)
+    slots = memoryview(records).cast("H")
+    counts = [0] * n_extensions
+    first = 0
+    for fid, table in enumerate(tables):
+        n = len(table.records) // RECORD_SIZE
+        if fid:
+            slots[first * _U16_PER_ROW : (first + n) * _U16_PER_ROW : _U16_PER_ROW] = memoryview(array("H", [fid]) * n)
+        extids = bytes(table.records[_EXTID::RECORD_SIZE])  # low bytes (the high ones are 0: see _read_table)
+        for ext in range(len(table.ext_names)):
+            counts[ext] += extids.count(ext)
+        first += n
+    return records, counts
+
+
+def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
+    """The entry's merge-ready arrays, checked as far as this merge relies on them, or None."""
+    try:
+        found = entry_header(data, identity)
+        if found is None:
+            return None
+        header, start = found
+        columns, shapes = {}, {}
+        for name, dtype, shape, at in header["arrays"]:
+            if dtype != (_ARRAYS.get(name) or _MERGE_READY[name]):
+                return None
+            nbytes = math.prod(shape) * int(dtype[2:])
+            if start + at + nbytes > len(data):
+                return None
+            columns[name], shapes[name] = memoryview(data)[start + at : start + at + nbytes], shape
+        ext_names = list(header["ext_names"])
+        file_size = int(header["file_size"])
+    except (ValueError, KeyError, TypeError, struct.error):
+        return None
+    if set(columns) != set(_ARRAYS) | set(_MERGE_READY):
+        return None
+    n = shapes["keyhash"][0]
+    runs = columns["run_starts"].cast("q")
+    if shapes["records"] != [n, RECORD_SIZE] or shapes["run_keyhash"] != [len(runs)] or len(runs) > n:
+        return None
+    if (len(runs) == 0) != (n == 0) or (n and (runs[0] != 0 or runs[-1] >= n)):  # ascending, as stored
+        return None
+    if len(ext_names) > _MAX_LOCAL_EXTENSIONS:
+        return None
+    records = columns["records"]
+    low = bytes(records[_EXTID::RECORD_SIZE])
+    if low.translate(None, bytes(range(len(ext_names)))) or bytes(records[_EXTID + 1 :: RECORD_SIZE]).strip(b"\0"):
+        return None  # an extension id out of range
+    return _Table(records, columns["run_keyhash"].cast("Q"), ext_names, file_size)
+
+
+__all__ = ["CachedFold", "RunsShareKeyhash", "merge_cached"]
