@@ -31,6 +31,7 @@ import mmap
 import os
 import struct
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # numpy and the indexer load only when a table is decoded or 
 CACHE_VERSION = 2  # bump when the file layout, or what a scan puts in a shard's table, changes
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
 SUBFOLDER = "shards"  # beside other caches of the same folder
+FOLD_MARKS = "folds"  # beside the entries' folders: facts about a fold's tables together
 _ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
     "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
     "ext_codes": "<i8", "run_starts": "<i8",
@@ -134,6 +136,14 @@ class ShardCache:
             return None if data is None else _decode(data, identity)
         except (ValueError, KeyError, TypeError, struct.error):
             return None
+
+    def fold_mark(self, identities: Sequence[ShardIdentity]) -> str:
+        """A file about these shards' cached tables together, in this order (see ``cached_fold``).
+
+        Named ``<first shard's path key>-<key of every identity>``: a changed shard is another name.
+        """
+        fold_key = xxhash.xxh3_64_hexdigest("\0".join(i.key for i in identities).encode("ascii"))
+        return os.path.join(self._versioned, FOLD_MARKS, f"{identities[0].path_key}-{fold_key}")
 
     def store(self, identity: ShardIdentity, members: ShardMembers) -> Path:
         """Write the entry whole or not at all: a temporary file renamed over the entry.

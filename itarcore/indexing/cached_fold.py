@@ -31,6 +31,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..atomic import atomic_write
 from ..formats.taridx_header import RECORD_SIZE
 from .cache import _ARRAYS, _MERGE_READY, ShardCache, ShardIdentity, entry_header
 from .discover import MAX_SHARDS
@@ -54,13 +55,21 @@ class CachedFold:
     contiguous: bool = True  # once check_runs passes
     crash_stems: tuple[str, ...] = ()
 
+    mark: str = ""  # where a passed check is remembered for these tables (ShardCache.fold_mark)
+
     def check_runs(self) -> None:
-        """Raise :class:`RunsShareKeyhash` unless no two runs of rows share a keyhash (see the module)."""
+        """Raise :class:`RunsShareKeyhash` unless no two runs of rows share a keyhash (see the module).
+
+        A pass is remembered beside the shard tables: the set costs more than the rest of the merge.
+        """
+        if _read_mark(self.mark) == self.n_stems:
+            return
         distinct: set[int] = set()
         for keyhashes in self.run_keyhashes:
             distinct.update(keyhashes.tolist())
         if len(distinct) != self.n_stems:
             raise RunsShareKeyhash("a stem's rows are not adjacent, or two stems share a keyhash")
+        _write_mark(self.mark, self.n_stems)
 
 
 class RunsShareKeyhash(Exception):
@@ -84,9 +93,8 @@ def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) ->
     """
     if not 0 < len(shards) <= MAX_SHARDS or sys.byteorder != "little":
         return None
-    tables = []
-    for shard in shards:
-        identity = ShardIdentity.of(shard)
+    tables, identities = [], [ShardIdentity.of(shard) for shard in shards]
+    for identity in identities:
         data = cache.map_entry(identity)
         table = _read_table(data, identity) if data is not None else None
         if table is None:
@@ -102,7 +110,7 @@ def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) ->
         return None
     records, counts = _assemble(tables, len(ext_ids))
     return CachedFold(records, len(records) // RECORD_SIZE, list(ext_ids), counts, n_runs,
-                      [t.file_size for t in tables], [t.run_keyhash for t in tables])
+                      [t.file_size for t in tables], [t.run_keyhash for t in tables], mark=cache.fold_mark(identities))
 
 
 def _assemble(tables: list[_Table], n_extensions: int) -> tuple[bytearray, list[int]]:
@@ -156,6 +164,30 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
     if low.translate(None, bytes(range(len(ext_names)))) or bytes(records[_EXTID + 1 :: RECORD_SIZE]).strip(b"\0"):
         return None  # an extension id out of range
     return _Table(records, columns["run_keyhash"].cast("Q"), ext_names, file_size)
+
+
+def _read_mark(path: str) -> int | None:
+    try:
+        with open(path, "rb") as fh:
+            return int(fh.read(32))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_mark(path: str, n_runs: int) -> None:
+    """Remember a passed check; drop the marks of the fold's earlier tables (same first shard)."""
+    folder, name = os.path.split(path)
+    prefix = name.split("-", 1)[0] + "-"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with atomic_write(path, durable=False) as fh:
+            fh.write(b"%d" % n_runs)
+        with os.scandir(folder) as found:
+            stale = [e.path for e in found if e.name.startswith(prefix) and e.name != name]
+        for old in stale:
+            os.unlink(old)
+    except OSError:  # only the next run's head start is lost
+        pass
 
 
 __all__ = ["CachedFold", "RunsShareKeyhash", "merge_cached"]
