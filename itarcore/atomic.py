@@ -7,7 +7,10 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 TEMP_MARKER = ".tmp-"
 
@@ -59,7 +62,7 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True,
         yield fh
         fh.flush()
         if durable:
-            _fsync(fh.fileno(), while_syncing)
+            _fsync(fh, while_syncing)
         elif while_syncing is not None:
             while_syncing()
         fh.close()
@@ -73,26 +76,56 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True,
         raise
 
 
-def _fsync(fd: int, meanwhile: Callable[[], None] | None) -> None:
+def _fsync(fh: BinaryIO, meanwhile: Callable[[], None] | None) -> None:
     if meanwhile is None:
-        os.fsync(fd)
+        os.fsync(fh.fileno())
         return
-    failed: list[OSError] = []
-    syncing = threading.Thread(target=lambda: _fsync_into(fd, failed), name="itarcore-fsync")
-    syncing.start()
-    try:
+    with BackgroundSync(fh) as syncing:
+        syncing.kick()
         meanwhile()
-    finally:
-        syncing.join()
-    if failed:
-        raise failed[0]
 
 
-def _fsync_into(fd: int, failed: list[OSError]) -> None:
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        failed.append(exc)
+class BackgroundSync:
+    """fsync of a file on another thread (which lets the GIL go), so the disk takes what is written
+    while the caller makes the rest; leaving the ``with`` block waits for it and raises its error."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._thread: threading.Thread | None = None
+        self._error: OSError | None = None
+
+    def kick(self) -> None:
+        """Start an fsync of what is written so far, unless one is still running."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self.wait()
+        self._fh.flush()
+        self._thread = threading.Thread(target=self._sync, name="itarcore-fsync")
+        self._thread.start()
+
+    def _sync(self) -> None:
+        try:
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            self._error = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.wait()
+        else:  # the caller's error wins; the thread still ends before the file closes
+            with contextlib.suppress(OSError):
+                self.wait()
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -194,4 +194,4 @@ def write_taridx(path: str | os.PathLike[str], rows: np.ndarray, extensions: Seq
     rows = np.ascontiguousarray(rows, dtype=ROW_DTYPE)
     if contiguous is None:
         contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
-    write_taridx_records(path, memoryview(rows).cast("B"), len(rows), extensions, crash_stems, n_stems, contiguous)
+    write_taridx_records(path, [memoryview(rows).cast("B")], len(rows), extensions, crash_stems, n_stems, contiguous)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..atomic import atomic_write
+from ..atomic import BackgroundSync, atomic_write
 from ..errors import FormatError, TruncatedError, VersionError, WriteError
 
 if TYPE_CHECKING:
@@ -200,23 +200,28 @@ def _text_block(path: str | os.PathLike[str], what: str, strings: Sequence[str])
     return "\n".join(strings).encode("utf-8")
 
 
-def write_taridx_records(path: str | os.PathLike[str], records: bytes | bytearray | memoryview, n_rows: int,
-                         extensions: Sequence[str], crash_stems: Sequence[str], n_stems: int,
+def write_taridx_records(path: str | os.PathLike[str], records: Iterable[bytes | bytearray | memoryview],
+                         n_rows: int, extensions: Sequence[str], crash_stems: Sequence[str], n_stems: int,
                          contiguous: bool, while_syncing: Callable[[], None] | None = None) -> None:
-    """Write a .taridx from its rows as raw 32-byte records, atomically (temp file, fsync, rename).
+    """Write a .taridx from its rows as raw 32-byte records, in one or more pieces, atomically
+    (temp file, fsync, rename).
 
     The one writer of TARIDX files: ``taridx.write_taridx`` passes a numpy array's bytes, the
-    cached-fold route (:mod:`itarcore.indexing.cached_fold`) a buffer it assembled without numpy,
-    with the check of its claims as ``while_syncing`` (see :func:`itarcore.atomic.atomic_write`).
+    cached-fold route (:mod:`itarcore.indexing.cached_fold`) one piece per shard, made as they
+    are written while the disk takes the pieces before, and the check of its claims as
+    ``while_syncing`` (see :func:`itarcore.atomic.atomic_write`).
     """
-    if len(records) != n_rows * RECORD_SIZE:
-        raise ValueError(f"{n_rows} rows need {n_rows * RECORD_SIZE} bytes of records, not {len(records)}")
     ext_block = _text_block(path, "extension", extensions)
     crash_block = _text_block(path, "crash stem", crash_stems)
     off_crash = HEADER_SIZE + len(ext_block)
     off_arr = off_crash + len(crash_block)
     header = encode_header(n_stems, n_rows, len(extensions), len(crash_stems), off_crash, off_arr,
                            FLAG_CONTIGUOUS if contiguous else 0)
-    with atomic_write(path, while_syncing=while_syncing) as fh:
+    with atomic_write(path, while_syncing=while_syncing) as fh, BackgroundSync(fh) as writeback:
         fh.write(header + ext_block + crash_block)
-        fh.write(records)
+        written = 0
+        for piece in records:
+            written += fh.write(piece)
+            writeback.kick()  # a no-op while the previous piece is still going to disk
+        if written != n_rows * RECORD_SIZE:
+            raise ValueError(f"{n_rows} rows need {n_rows * RECORD_SIZE} bytes of records, not {written}")

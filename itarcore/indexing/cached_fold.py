@@ -28,7 +28,7 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..atomic import atomic_write
@@ -45,7 +45,7 @@ _MAX_LOCAL_EXTENSIONS = 255  # local ids fit the low byte of each code (counted 
 class CachedFold:
     """A fold merged from cached tables, as ``FoldIndex`` holds it, its rows as raw records."""
 
-    records: bytearray  # n_rows 32-byte TARIDX rows, fid order
+    tables: list[_Table]  # fid order
     n_rows: int
     extensions: list[str]
     extension_counts: list[int]  # rows per extension, in id order
@@ -56,6 +56,17 @@ class CachedFold:
     crash_stems: tuple[str, ...] = ()
 
     mark: str = ""  # where a passed check is remembered for these tables (ShardCache.fold_mark)
+
+    def record_pieces(self) -> Iterator[bytes | bytearray | memoryview]:
+        """The fold's rows, a piece per shard: the cached records with the shard's fid (crash ids 0)."""
+        for fid, table in enumerate(self.tables):
+            if not fid:  # the cache holds them with fid 0: written straight from the mapped entry
+                yield table.records
+                continue
+            piece = bytearray(table.records)
+            fids = memoryview(piece).cast("H")[::_U16_PER_ROW]
+            fids[:] = memoryview(array("H", [fid]) * len(fids))
+            yield piece
 
     def check_runs(self) -> None:
         """Raise :class:`RunsShareKeyhash` unless no two runs of rows share a keyhash (see the module).
@@ -108,26 +119,18 @@ def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) ->
     n_runs = sum(len(t.run_keyhash) for t in tables)
     if n_runs == 0:
         return None
-    records, counts = _assemble(tables, len(ext_ids))
-    return CachedFold(records, len(records) // RECORD_SIZE, list(ext_ids), counts, n_runs,
+    return CachedFold(tables, sum(len(t.records) for t in tables) // RECORD_SIZE, list(ext_ids),
+                      _extension_counts(tables, len(ext_ids)), n_runs,
                       [t.file_size for t in tables], [t.run_keyhash for t in tables], mark=cache.fold_mark(identities))
 
 
-def _assemble(tables: list[_Table], n_extensions: int) -> tuple[bytearray, list[int]]:
-    """The fold's rows, each shard's with its fid, and rows per extension."""
-    records = bytearray().join(t.records for t in tables)
-    slots = memoryview(records).cast("H")
+def _extension_counts(tables: list[_Table], n_extensions: int) -> list[int]:
     counts = [0] * n_extensions
-    first = 0
-    for fid, table in enumerate(tables):
-        n = len(table.records) // RECORD_SIZE
-        if fid:
-            slots[first * _U16_PER_ROW : (first + n) * _U16_PER_ROW : _U16_PER_ROW] = memoryview(array("H", [fid]) * n)
+    for table in tables:
         extids = bytes(table.records[_EXTID::RECORD_SIZE])  # low bytes (the high ones are 0: see _read_table)
         for ext in range(len(table.ext_names)):
             counts[ext] += extids.count(ext)
-        first += n
-    return records, counts
+    return counts
 
 
 def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:

@@ -49,7 +49,7 @@ def index_folds_cached(root: str | os.PathLike[str], folds: Sequence[str] | None
             return None
         target = Path(output) if output is not None else shards[0].parent / f"{fold}.taridx"
         try:
-            write_taridx_records(target, merged.records, merged.n_rows, merged.extensions, merged.crash_stems,
+            write_taridx_records(target, merged.record_pieces(), merged.n_rows, merged.extensions, merged.crash_stems,
                                  merged.n_stems, merged.contiguous, while_syncing=merged.check_runs)
         except RunsShareKeyhash:  # nothing was written
             return None

@@ -185,3 +185,18 @@ def test_while_syncing_failure_leaves_the_target_and_no_temporary(tmp_path: Path
     with atomic_write(target, while_syncing=lambda: None) as fh:
         fh.write(b"new")
     assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["kept.bin"]
+
+
+def test_records_in_pieces_give_the_bytes_of_one_piece_and_a_short_total_writes_nothing(tmp_path: Path) -> None:
+    from itarcore.formats.taridx_header import write_taridx_records
+
+    rows = bytes(range(256)) * 3  # 24 records of 32 bytes
+    args = (24, ["jpg", "cls"], ["crash"], 20, False)
+    write_taridx_records(tmp_path / "one.taridx", [rows], *args)
+    write_taridx_records(tmp_path / "pieces.taridx", iter([rows[:32], bytearray(rows[32:320]), memoryview(rows)[320:]]),
+                         *args)
+    assert (tmp_path / "pieces.taridx").read_bytes() == (tmp_path / "one.taridx").read_bytes()
+    assert (tmp_path / "one.taridx").read_bytes().endswith(rows)
+    with pytest.raises(ValueError, match="24 rows need 768 bytes"):
+        write_taridx_records(tmp_path / "short.taridx", [rows[:-32]], *args)
+    assert sorted(os.listdir(tmp_path)) == ["one.taridx", "pieces.taridx"]
