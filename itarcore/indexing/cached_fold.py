@@ -15,7 +15,8 @@ entry holds its shard's rows as TARIDX records, see :mod:`itarcore.indexing.cach
 
 The last condition is what the fold's stem count, crash stems and contiguity rest on, and
 the one that costs (a ``set`` of every run's keyhash): :meth:`CachedFold.check_runs` checks
-it while the written index's fsync waits on the disk, and a failure discards that file.
+it while the written index's fsync waits on the disk (and remembers a pass), and a failure
+discards that file.
 Anything else returns None, and in either case the caller takes the numpy route
 (:func:`itarcore.indexing.indexer.merge_shards`), which gives the same bytes in every case
 (the tests compare both).
@@ -42,52 +43,6 @@ _MAX_LOCAL_EXTENSIONS = 255  # local ids fit the low byte of each code (counted 
 
 
 @dataclass
-class CachedFold:
-    """A fold merged from cached tables, as ``FoldIndex`` holds it, its rows as raw records."""
-
-    tables: list[_Table]  # fid order
-    n_rows: int
-    extensions: list[str]
-    extension_counts: list[int]  # rows per extension, in id order
-    n_stems: int  # the number of runs: the stem count once check_runs passes
-    shard_sizes: list[int]
-    run_keyhashes: list[memoryview]  # per shard, the keyhash of each run of rows
-    contiguous: bool = True  # once check_runs passes
-    crash_stems: tuple[str, ...] = ()
-
-    mark: str = ""  # where a passed check is remembered for these tables (ShardCache.fold_mark)
-
-    def record_pieces(self) -> Iterator[bytes | bytearray | memoryview]:
-        """The fold's rows, a piece per shard: the cached records with the shard's fid (crash ids 0)."""
-        for fid, table in enumerate(self.tables):
-            if not fid:  # the cache holds them with fid 0: written straight from the mapped entry
-                yield table.records
-                continue
-            piece = bytearray(table.records)
-            fids = memoryview(piece).cast("H")[::_U16_PER_ROW]
-            fids[:] = memoryview(array("H", [fid]) * len(fids))
-            yield piece
-
-    def check_runs(self) -> None:
-        """Raise :class:`RunsShareKeyhash` unless no two runs of rows share a keyhash (see the module).
-
-        A pass is remembered beside the shard tables: the set costs more than the rest of the merge.
-        """
-        if _read_mark(self.mark) == self.n_stems:
-            return
-        distinct: set[int] = set()
-        for keyhashes in self.run_keyhashes:
-            distinct.update(keyhashes.tolist())
-        if len(distinct) != self.n_stems:
-            raise RunsShareKeyhash("a stem's rows are not adjacent, or two stems share a keyhash")
-        _write_mark(self.mark, self.n_stems)
-
-
-class RunsShareKeyhash(Exception):
-    """The fold is not the usual case after all: its merge needs the numpy route."""
-
-
-@dataclass
 class _Table:
     """One cached shard table, as views of its mapped entry."""
 
@@ -97,11 +52,70 @@ class _Table:
     file_size: int
 
 
-def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) -> CachedFold | None:
-    """The fold of local ``shards`` (fid order) from ``cache`` alone, or None when it is not the usual case.
+@dataclass
+class CachedFold:
+    """A fold merged from cached tables: what ``FoldIndex`` holds, its rows made a shard at a time.
 
-    Its stem count, crash stems and contiguity hold only once :meth:`CachedFold.check_runs` passes.
+    Its stem count, crash stems and contiguity hold once :meth:`check_runs` passes, and its
+    extension counts once :meth:`record_pieces` has given every piece.
     """
+
+    tables: list[_Table]  # fid order
+    extensions: list[str]
+    mark: str  # where a passed check is remembered for these tables (ShardCache.fold_mark)
+    contiguous: bool = True
+    crash_stems: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.n_rows = sum(len(t.records) for t in self.tables) // RECORD_SIZE
+        self.n_stems = sum(len(t.run_keyhash) for t in self.tables)  # one a run, once check_runs passes
+        self.shard_sizes = [t.file_size for t in self.tables]
+        self.extension_counts = [0] * len(self.extensions)  # rows per extension, in id order
+
+    def record_pieces(self) -> Iterator[bytes | bytearray | memoryview]:
+        """The fold's rows, a piece per shard: its cached records with its fid (crash ids 0).
+
+        Raises :class:`UnusualFold` at a shard with an extension id out of range.
+        """
+        for fid, table in enumerate(self.tables):
+            self._count_extensions(table)
+            if not fid:  # the cache holds them with fid 0: written straight from the mapped entry
+                yield table.records
+                continue
+            piece = bytearray(table.records)
+            fids = memoryview(piece).cast("H")[::_U16_PER_ROW]
+            fids[:] = memoryview(array("H", [fid]) * len(fids))
+            yield piece
+
+    def _count_extensions(self, table: _Table) -> None:
+        low = bytes(table.records[_EXTID::RECORD_SIZE])
+        if low.translate(None, bytes(range(len(table.ext_names)))) or bytes(
+                table.records[_EXTID + 1 :: RECORD_SIZE]).strip(b"\0"):
+            raise UnusualFold("an extension id out of range")
+        for ext in range(len(table.ext_names)):  # local ids are the fold's (merge_cached checked)
+            self.extension_counts[ext] += low.count(ext)
+
+    def check_runs(self) -> None:
+        """Raise :class:`UnusualFold` unless no two runs of rows share a keyhash (see the module).
+
+        A pass is remembered beside the shard tables: the set costs more than the rest of the merge.
+        """
+        if _read_mark(self.mark) == self.n_stems:
+            return
+        distinct: set[int] = set()
+        for table in self.tables:
+            distinct.update(table.run_keyhash.tolist())
+        if len(distinct) != self.n_stems:
+            raise UnusualFold("a stem's rows are not adjacent, or two stems share a keyhash")
+        _write_mark(self.mark, self.n_stems)
+
+
+class UnusualFold(Exception):
+    """The fold is not the usual case after all: its merge needs the numpy route."""
+
+
+def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) -> CachedFold | None:
+    """The fold of local ``shards`` (fid order) from ``cache`` alone, or None when it is not the usual case."""
     if not 0 < len(shards) <= MAX_SHARDS or sys.byteorder != "little":
         return None
     tables, identities = [], [ShardIdentity.of(shard) for shard in shards]
@@ -116,25 +130,12 @@ def merge_cached(shards: Sequence[str | os.PathLike[str]], cache: ShardCache) ->
         for local, name in enumerate(table.ext_names):
             if ext_ids.setdefault(name, len(ext_ids)) != local:
                 return None
-    n_runs = sum(len(t.run_keyhash) for t in tables)
-    if n_runs == 0:
-        return None
-    return CachedFold(tables, sum(len(t.records) for t in tables) // RECORD_SIZE, list(ext_ids),
-                      _extension_counts(tables, len(ext_ids)), n_runs,
-                      [t.file_size for t in tables], [t.run_keyhash for t in tables], mark=cache.fold_mark(identities))
-
-
-def _extension_counts(tables: list[_Table], n_extensions: int) -> list[int]:
-    counts = [0] * n_extensions
-    for table in tables:
-        extids = bytes(table.records[_EXTID::RECORD_SIZE])  # low bytes (the high ones are 0: see _read_table)
-        for ext in range(len(table.ext_names)):
-            counts[ext] += extids.count(ext)
-    return counts
+    fold = CachedFold(tables, list(ext_ids), cache.fold_mark(identities))
+    return fold if fold.n_stems else None
 
 
 def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
-    """The entry's merge-ready arrays, checked as far as this merge relies on them, or None."""
+    """The entry's merge-ready arrays, or None; their extension ids are checked as they are written."""
     try:
         found = entry_header(data, identity)
         if found is None:
@@ -162,11 +163,7 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
         return None
     if len(ext_names) > _MAX_LOCAL_EXTENSIONS:
         return None
-    records = columns["records"]
-    low = bytes(records[_EXTID::RECORD_SIZE])
-    if low.translate(None, bytes(range(len(ext_names)))) or bytes(records[_EXTID + 1 :: RECORD_SIZE]).strip(b"\0"):
-        return None  # an extension id out of range
-    return _Table(records, columns["run_keyhash"].cast("Q"), ext_names, file_size)
+    return _Table(columns["records"], columns["run_keyhash"].cast("Q"), ext_names, file_size)
 
 
 def _read_mark(path: str) -> int | None:
@@ -193,4 +190,4 @@ def _write_mark(path: str, n_runs: int) -> None:
         pass
 
 
-__all__ = ["CachedFold", "RunsShareKeyhash", "merge_cached"]
+__all__ = ["CachedFold", "UnusualFold", "merge_cached"]

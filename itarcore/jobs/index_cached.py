@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..formats.taridx_header import write_taridx_records
 from ..indexing.cache import ROUTE_REASON, ShardCache, ShardCounts
-from ..indexing.cached_fold import RunsShareKeyhash, merge_cached
+from ..indexing.cached_fold import UnusualFold, merge_cached
 from ..indexing.discover import discover_folds
 from ..progress import Progress, ProgressCallback
 from ..storage import is_url
@@ -51,7 +51,7 @@ def index_folds_cached(root: str | os.PathLike[str], folds: Sequence[str] | None
         try:
             write_taridx_records(target, merged.record_pieces(), merged.n_rows, merged.extensions, merged.crash_stems,
                                  merged.n_stems, merged.contiguous, while_syncing=merged.check_runs)
-        except RunsShareKeyhash:  # nothing was written
+        except UnusualFold:  # nothing was written
             return None
         results.append(IndexResult(
             fold=fold, path=target, shards=list(shards), n_rows=merged.n_rows, n_stems=merged.n_stems,

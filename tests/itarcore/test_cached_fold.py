@@ -19,8 +19,8 @@ from scale_fold import add_member, collision_pairs
 from itarcore.atomic import atomic_write
 from itarcore.cli import main
 from itarcore.cli import taridx as cli_taridx
-from itarcore.indexing.cache import FOLD_MARKS, ShardCache, ShardIdentity
-from itarcore.indexing.cached_fold import RunsShareKeyhash, merge_cached
+from itarcore.indexing.cache import FOLD_MARKS, ShardCache, ShardIdentity, entry_header
+from itarcore.indexing.cached_fold import UnusualFold, merge_cached
 from itarcore.jobs import index_fold
 
 VARYING = {"seconds", "reused", "scanned", "route", "route_reason"}
@@ -124,7 +124,7 @@ def test_unusual_folds_go_to_the_numpy_route_with_the_same_bytes(
     if name == "order":  # refused before anything is written
         assert merge_cached(shards, ShardCache()) is None
     else:  # refused by the check, which leaves no mark
-        with pytest.raises(RunsShareKeyhash):
+        with pytest.raises(UnusualFold):
             merge_cached(shards, ShardCache()).check_runs()
         assert not (ShardCache().folder / "v2" / FOLD_MARKS).exists()
 
@@ -136,7 +136,7 @@ def test_the_check_trusts_a_mark_only_for_the_same_tables_and_count(tmp_path: Pa
     merged = merge_cached(shards, ShardCache())
     Path(merged.mark).parent.mkdir(parents=True)
     Path(merged.mark).write_text(str(merged.n_stems + 1))  # a count from other tables
-    with pytest.raises(RunsShareKeyhash):
+    with pytest.raises(UnusualFold):
         merged.check_runs()
     identities = [ShardIdentity.of(s) for s in shards]
     os.utime(shards[1], ns=(0, shards[1].stat().st_mtime_ns + 1))
@@ -177,9 +177,9 @@ def test_while_syncing_failure_leaves_the_target_and_no_temporary(tmp_path: Path
     target.write_bytes(b"old")
 
     def refuse() -> None:
-        raise RunsShareKeyhash("no")
+        raise UnusualFold("no")
 
-    with pytest.raises(RunsShareKeyhash), atomic_write(target, while_syncing=refuse) as fh:
+    with pytest.raises(UnusualFold), atomic_write(target, while_syncing=refuse) as fh:
         fh.write(b"new")
     assert target.read_bytes() == b"old" and os.listdir(tmp_path) == ["kept.bin"]
     with atomic_write(target, while_syncing=lambda: None) as fh:
@@ -200,3 +200,20 @@ def test_records_in_pieces_give_the_bytes_of_one_piece_and_a_short_total_writes_
     with pytest.raises(ValueError, match="24 rows need 768 bytes"):
         write_taridx_records(tmp_path / "short.taridx", [rows[:-32]], *args)
     assert sorted(os.listdir(tmp_path)) == ["one.taridx", "pieces.taridx"]
+
+
+def test_an_entry_whose_records_hold_a_bad_extension_id_goes_to_the_numpy_route(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: list[bool]) -> None:
+    shards = usual_fold(tmp_path / "shards")
+    index_json(tmp_path / "shards", "fold", tmp_path / "first.taridx", capsys)
+    identity = ShardIdentity.of(shards[3])
+    entry = ShardCache().entry_path(identity)
+    data = bytearray(entry.read_bytes())
+    header, start = entry_header(data, identity)
+    (at,) = [at for name, _, _, at in header["arrays"] if name == "records"]
+    data[start + at + 5 * 32 + 18] = 9  # row 5's extid: shard 3 has 5 extensions
+    entry.write_bytes(bytes(data))
+    index_json(tmp_path / "shards", "fold", tmp_path / "again.taridx", capsys)
+    assert served == [False, False]
+    assert (tmp_path / "again.taridx").read_bytes() == clean(shards, tmp_path / "clean.taridx")[0]
+    assert not list((tmp_path / "shards").glob(".*.tmp-*")) and not list(tmp_path.glob(".*.tmp-*"))
