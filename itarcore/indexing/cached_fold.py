@@ -75,15 +75,19 @@ class CachedFold:
     def record_pieces(self) -> Iterator[bytes | bytearray | memoryview]:
         """The fold's rows, a piece per shard: its cached records with its fid (crash ids 0).
 
-        Raises :class:`UnusualFold` at a shard with an extension id out of range.
+        Raises :class:`UnusualFold` at a shard with an extension id out of range. Each piece is
+        valid until the next is asked for (one buffer serves every shard: fresh memory per shard
+        would be faulted in page by page).
         """
+        buffer = bytearray(max((len(t.records) for t in self.tables[1:]), default=0))
         for fid, table in enumerate(self.tables):
             self._count_extensions(table)
             if not fid:  # the cache holds them with fid 0: written straight from the mapped entry
                 yield table.records
                 continue
-            piece = bytearray(table.records)
-            fids = memoryview(piece).cast("H")[::_U16_PER_ROW]
+            piece = memoryview(buffer)[: len(table.records)]
+            piece[:] = table.records
+            fids = piece.cast("H")[::_U16_PER_ROW]
             fids[:] = memoryview(array("H", [fid]) * len(fids))
             yield piece
 
