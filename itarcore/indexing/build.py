@@ -181,7 +181,7 @@ class _FoldRun:
             return
         try:
             self.cache.store(self.identities[fid], table)
-        except OSError as exc:  # the index is still right; only the next run loses the head start
+        except (OSError, ValueError) as exc:  # the index is still right; only the next run loses the head start
             if not self.notes:
                 self.notes.append(f"could not write the shard cache in {self.cache.folder}: {exc}")
 

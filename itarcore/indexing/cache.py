@@ -14,10 +14,10 @@ shards loads one small file per shard and zip parsing would dominate:
     JSON   {"path", "size", "mtime_ns", "version", "file_size", "ext_names", "arrays": [[name, dtype, shape, offset]...]}
     arrays raw bytes, each at an 8-byte aligned offset from the start of the file
 
-Besides the table's columns, version 2 stores the shard's rows as the fold's index holds
-them (32-byte TARIDX records; fid 0, local extension ids, crash id 0) and the keyhash of
-each run of rows, so a fold of cached shards merges with byte copies, without numpy
-(:mod:`itarcore.indexing.cached_fold`).
+Version 2 stores the shard's rows as the fold's index holds them (32-byte TARIDX records;
+fid 0, local extension ids, crash id 0; they hold the table's offsets, sizes, keyhashes and
+extension ids), its stems, its runs of equal stems and each run's keyhash, so a fold of
+cached shards merges with byte copies, without numpy (:mod:`itarcore.indexing.cached_fold`).
 
 An entry that cannot be read for any reason (truncated, another version, another
 identity under the same key) counts as absent: the shard is scanned again.
@@ -49,11 +49,11 @@ CACHE_VERSION = 2  # bump when the file layout, or what a scan puts in a shard's
 MAGIC = b"ITARSHC" + bytes([CACHE_VERSION])
 SUBFOLDER = "shards"  # beside other caches of the same folder
 FOLD_MARKS = "folds"  # beside the entries' folders: facts about a fold's tables together
-_ARRAYS = {  # ShardMembers field -> dtype on disk (what the scan produces)
-    "header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "stems": "|u1", "stem_lengths": "<i8",
-    "ext_codes": "<i8", "run_starts": "<i8",
-}
-_MERGE_READY = {"records": "|u1", "run_keyhash": "<u8"}  # (n, 32) TARIDX rows; keyhash at each run start
+# on disk: the shard's rows as TARIDX records (fid 0, local extension ids, crash id 0) hold its header
+# offsets, sizes, keyhashes and extension ids; beside them the stems and the runs of equal stems
+_ARRAYS = {"records": "|u1", "stems": "|u1", "stem_lengths": "<i8", "run_starts": "<i8", "run_keyhash": "<u8"}
+_FROM_RECORDS = {"header_offsets": "offset", "sizes": "size", "keyhash": "keyhash", "ext_codes": "extid"}
+_COLUMN_DTYPES = {"header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "ext_codes": "<i8"}  # as a scan gives
 _HEAD = struct.Struct("<8sI")
 ROUTE_REASON = "every shard's table came from the cache"  # a build's route_reason when nothing was scanned
 
@@ -184,13 +184,16 @@ def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
 
     from ..formats.taridx import ROW_DTYPE
 
-    arrays = {name: np.ascontiguousarray(getattr(members, name), dtype) for name, dtype in _ARRAYS.items()}
-    records = np.zeros(len(arrays["keyhash"]), ROW_DTYPE)
-    for field, column in (("offset", "header_offsets"), ("size", "sizes"), ("extid", "ext_codes"),
-                          ("keyhash", "keyhash")):
-        records[field] = arrays[column]
-    arrays["records"] = records.view(np.uint8).reshape(-1, ROW_DTYPE.itemsize)
-    arrays["run_keyhash"] = arrays["keyhash"][arrays["run_starts"]]
+    if len(members.ext_names) > 1 << 16:
+        raise ValueError(f"{len(members.ext_names):,} extensions in one shard: a TARIDX row's u16 extid holds 65,536")
+    keyhash = np.ascontiguousarray(members.keyhash, "<u8")
+    records = np.zeros(len(keyhash), ROW_DTYPE)
+    for column, field in _FROM_RECORDS.items():
+        records[field] = getattr(members, column)
+    arrays = {"records": records.view(np.uint8).reshape(-1, ROW_DTYPE.itemsize), "stems": members.stems,
+              "stem_lengths": members.stem_lengths, "run_starts": members.run_starts,
+              "run_keyhash": keyhash[members.run_starts]}
+    arrays = {name: np.ascontiguousarray(arrays[name], dtype) for name, dtype in _ARRAYS.items()}
     layout, offset = [], 0
     for name, arr in arrays.items():
         layout.append([name, arr.dtype.str, list(arr.shape), offset])
@@ -235,23 +238,26 @@ def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMember
     header, start = found
     arrays = {}
     for name, dtype, shape, at in header["arrays"]:
-        if np.dtype(dtype) != np.dtype(_ARRAYS.get(name) or _MERGE_READY[name]):
+        if name not in _ARRAYS or np.dtype(dtype) != np.dtype(_ARRAYS[name]):
             return None
         arr = np.frombuffer(data, dtype, math.prod(shape), start + at).reshape(shape)  # ValueError when cut short
         arrays[name] = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
-    if set(arrays) != set(_ARRAYS) | set(_MERGE_READY):
+    if set(arrays) != set(_ARRAYS):
         return None
-    n = len(arrays["keyhash"])
-    if arrays["records"].shape != (n, RECORD_SIZE) or len(arrays["run_keyhash"]) != len(arrays["run_starts"]):
-        return None
-    if any(len(arrays[k]) != n for k in ("header_offsets", "sizes", "stems", "stem_lengths", "ext_codes")):
-        return None
-    if arrays["stems"].ndim != 2 or (n and not 0 <= int(arrays["ext_codes"].min()) <= int(
-            arrays["ext_codes"].max()) < len(header["ext_names"])):
-        return None
+    n = len(arrays["records"])
     runs = arrays["run_starts"]
+    if arrays["records"].shape != (n, RECORD_SIZE) or arrays["stems"].ndim != 2 or len(arrays["run_keyhash"]) != len(runs):
+        return None
+    if len(arrays["stems"]) != n or len(arrays["stem_lengths"]) != n:
+        return None
     if len(runs) > n or (len(runs) and (int(runs.min()) < 0 or int(runs.max()) >= n)):
         return None
-    return ShardMembers(identity.path, arrays["header_offsets"], arrays["sizes"], arrays["keyhash"],
-                        arrays["stems"], arrays["stem_lengths"], arrays["ext_codes"], list(header["ext_names"]),
-                        int(header["file_size"]), arrays["run_starts"])
+    from ..formats.taridx import ROW_DTYPE
+
+    rows = arrays["records"].view(ROW_DTYPE).ravel()
+    columns = {column: rows[field].astype(_COLUMN_DTYPES[column]) for column, field in _FROM_RECORDS.items()}
+    if n and int(columns["ext_codes"].max()) >= len(header["ext_names"]):
+        return None
+    return ShardMembers(identity.path, columns["header_offsets"], columns["sizes"], columns["keyhash"],
+                        arrays["stems"], arrays["stem_lengths"], columns["ext_codes"], list(header["ext_names"]),
+                        int(header["file_size"]), runs)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..atomic import atomic_write
 from ..formats.taridx_header import RECORD_SIZE
-from .cache import _ARRAYS, _MERGE_READY, ShardCache, ShardIdentity, entry_header
+from .cache import _ARRAYS, ShardCache, ShardIdentity, entry_header
 from .discover import MAX_SHARDS
 
 _U16_PER_ROW = RECORD_SIZE // 2  # fid is a row's first u16
@@ -147,7 +147,7 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
         header, start = found
         columns, shapes = {}, {}
         for name, dtype, shape, at in header["arrays"]:
-            if dtype != (_ARRAYS.get(name) or _MERGE_READY[name]):
+            if dtype != _ARRAYS[name]:
                 return None
             nbytes = math.prod(shape) * int(dtype[2:])
             if start + at + nbytes > len(data):
@@ -157,11 +157,13 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
         file_size = int(header["file_size"])
     except (ValueError, KeyError, TypeError, struct.error):
         return None
-    if set(columns) != set(_ARRAYS) | set(_MERGE_READY):
+    if set(columns) != set(_ARRAYS):
         return None
-    n = shapes["keyhash"][0]
+    n = shapes["records"][0]
     runs = columns["run_starts"].cast("q")
     if shapes["records"] != [n, RECORD_SIZE] or shapes["run_keyhash"] != [len(runs)] or len(runs) > n:
+        return None
+    if len(shapes["stems"]) != 2 or shapes["stems"][0] != n or shapes["stem_lengths"] != [n]:
         return None
     if (len(runs) == 0) != (n == 0) or (n and (runs[0] != 0 or runs[-1] >= n)):  # ascending, as stored
         return None

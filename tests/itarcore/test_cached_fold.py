@@ -217,3 +217,14 @@ def test_an_entry_whose_records_hold_a_bad_extension_id_goes_to_the_numpy_route(
     assert served == [False, False]
     assert (tmp_path / "again.taridx").read_bytes() == clean(shards, tmp_path / "clean.taridx")[0]
     assert not list((tmp_path / "shards").glob(".*.tmp-*")) and not list(tmp_path.glob(".*.tmp-*"))
+
+
+def test_a_table_whose_extension_ids_do_not_fit_a_row_is_not_cached(tmp_path: Path) -> None:
+    from itarcore.indexing.indexer import shard_members
+
+    (shard,) = unusual_folds(tmp_path)["order"][:1]
+    members = shard_members(shard)
+    members.ext_names = members.ext_names + [f"e{i}" for i in range(1 << 16)]
+    with pytest.raises(ValueError, match="65,536"):
+        ShardCache().store(ShardIdentity.of(shard), members)
+    assert ShardCache().load(ShardIdentity.of(shard)) is None
