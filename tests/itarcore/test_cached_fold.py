@@ -228,3 +228,14 @@ def test_a_table_whose_extension_ids_do_not_fit_a_row_is_not_cached(tmp_path: Pa
     with pytest.raises(ValueError, match="65,536"):
         ShardCache().store(ShardIdentity.of(shard), members)
     assert ShardCache().load(ShardIdentity.of(shard)) is None
+
+
+def test_a_background_fsync_that_fails_raises_where_it_is_waited_for() -> None:
+    from itarcore.atomic import BackgroundSync
+
+    read_end, write_end = os.pipe()  # fsync of a pipe fails (EINVAL), as a failing disk would
+    with os.fdopen(read_end, "rb"), os.fdopen(write_end, "wb") as fh:
+        with pytest.raises(OSError), BackgroundSync(fh) as syncing:
+            fh.write(b"x")
+            syncing.kick()
+        syncing.wait()  # the error was raised once, and the thread has ended
