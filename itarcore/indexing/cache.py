@@ -51,7 +51,7 @@ SUBFOLDER = "shards"  # beside other caches of the same folder
 FOLD_MARKS = "folds"  # beside the entries' folders: facts about a fold's tables together
 # on disk: the shard's rows as TARIDX records (fid 0, local extension ids, crash id 0) hold its header
 # offsets, sizes, keyhashes and extension ids; beside them the stems and the runs of equal stems
-_ARRAYS = {"records": "|u1", "stems": "|u1", "stem_lengths": "<i8", "run_starts": "<i8", "run_keyhash": "<u8"}
+ENTRY_ARRAYS = {"records": "|u1", "stems": "|u1", "stem_lengths": "<i8", "run_starts": "<i8", "run_keyhash": "<u8"}
 _FROM_RECORDS = {"header_offsets": "offset", "sizes": "size", "keyhash": "keyhash", "ext_codes": "extid"}
 _COLUMN_DTYPES = {"header_offsets": "<i8", "sizes": "<i8", "keyhash": "<u8", "ext_codes": "<i8"}  # as a scan gives
 _HEAD = struct.Struct("<8sI")
@@ -193,7 +193,7 @@ def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:
     arrays = {"records": records.view(np.uint8).reshape(-1, ROW_DTYPE.itemsize), "stems": members.stems,
               "stem_lengths": members.stem_lengths, "run_starts": members.run_starts,
               "run_keyhash": keyhash[members.run_starts]}
-    arrays = {name: np.ascontiguousarray(arrays[name], dtype) for name, dtype in _ARRAYS.items()}
+    arrays = {name: np.ascontiguousarray(arrays[name], dtype) for name, dtype in ENTRY_ARRAYS.items()}
     layout, offset = [], 0
     for name, arr in arrays.items():
         layout.append([name, arr.dtype.str, list(arr.shape), offset])
@@ -238,11 +238,11 @@ def _decode(data: bytearray | mmap.mmap, identity: ShardIdentity) -> ShardMember
     header, start = found
     arrays = {}
     for name, dtype, shape, at in header["arrays"]:
-        if name not in _ARRAYS or np.dtype(dtype) != np.dtype(_ARRAYS[name]):
+        if name not in ENTRY_ARRAYS or np.dtype(dtype) != np.dtype(ENTRY_ARRAYS[name]):
             return None
         arr = np.frombuffer(data, dtype, math.prod(shape), start + at).reshape(shape)  # ValueError when cut short
         arrays[name] = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
-    if set(arrays) != set(_ARRAYS):
+    if set(arrays) != set(ENTRY_ARRAYS):
         return None
     n = len(arrays["records"])
     runs = arrays["run_starts"]

@@ -15,9 +15,8 @@ entry holds its shard's rows as TARIDX records, see :mod:`itarcore.indexing.cach
 
 The last condition is what the fold's stem count, crash stems and contiguity rest on, and
 the one that costs (a ``set`` of every run's keyhash): :meth:`CachedFold.check_runs` checks
-it while the written index's fsync waits on the disk (and remembers a pass), and a failure
-discards that file.
-Anything else returns None, and in either case the caller takes the numpy route
+it while the written index's fsync waits on the disk and remembers a pass; a failure
+discards that file. A fold found unusual before or then goes to the numpy route
 (:func:`itarcore.indexing.indexer.merge_shards`), which gives the same bytes in every case
 (the tests compare both).
 """
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 
 from ..atomic import atomic_write
 from ..formats.taridx_header import RECORD_SIZE
-from .cache import _ARRAYS, ShardCache, ShardIdentity, entry_header
+from .cache import ENTRY_ARRAYS, ShardCache, ShardIdentity, entry_header
 from .discover import MAX_SHARDS
 
 _U16_PER_ROW = RECORD_SIZE // 2  # fid is a row's first u16
@@ -147,7 +146,7 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
         header, start = found
         columns, shapes = {}, {}
         for name, dtype, shape, at in header["arrays"]:
-            if dtype != _ARRAYS[name]:
+            if dtype != ENTRY_ARRAYS[name]:
                 return None
             nbytes = math.prod(shape) * int(dtype[2:])
             if start + at + nbytes > len(data):
@@ -157,7 +156,7 @@ def _read_table(data: mmap.mmap, identity: ShardIdentity) -> _Table | None:
         file_size = int(header["file_size"])
     except (ValueError, KeyError, TypeError, struct.error):
         return None
-    if set(columns) != set(_ARRAYS):
+    if set(columns) != set(ENTRY_ARRAYS):
         return None
     n = shapes["records"][0]
     runs = columns["run_starts"].cast("q")
