@@ -4,9 +4,13 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 TEMP_MARKER = ".tmp-"
 
@@ -40,11 +44,14 @@ def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterator[BinaryIO]:
+def atomic_write(target: str | os.PathLike[str], durable: bool = True,
+                 while_syncing: Callable[[], None] | None = None) -> Iterator[BinaryIO]:
     """Yield a binary file; on success it replaces ``target`` whole, on any error nothing changes.
 
     ``durable=False`` (cache files that can be rebuilt) skips the fsyncs and the sweep of dead writers'
     temporaries: a crash may lose the file, never leave a half-written one under its name.
+    ``while_syncing`` runs while the file's fsync waits on the disk (on another thread, which
+    lets the GIL go); if it raises, nothing changes and its error propagates.
     """
     target = Path(target)
     if durable:
@@ -55,7 +62,9 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterat
         yield fh
         fh.flush()
         if durable:
-            os.fsync(fh.fileno())
+            _fsync(fh, while_syncing)
+        elif while_syncing is not None:
+            while_syncing()
         fh.close()
         os.replace(tmp, target)
         if durable:
@@ -65,6 +74,58 @@ def atomic_write(target: str | os.PathLike[str], durable: bool = True) -> Iterat
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _fsync(fh: BinaryIO, meanwhile: Callable[[], None] | None) -> None:
+    if meanwhile is None:
+        os.fsync(fh.fileno())
+        return
+    with BackgroundSync(fh) as syncing:
+        syncing.kick()
+        meanwhile()
+
+
+class BackgroundSync:
+    """fsync of a file on another thread (which lets the GIL go), so the disk takes what is written
+    while the caller makes the rest; leaving the ``with`` block waits for it and raises its error."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._thread: threading.Thread | None = None
+        self._error: OSError | None = None
+
+    def kick(self) -> None:
+        """Start an fsync of what is written so far, unless one is still running."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self.wait()
+        self._fh.flush()
+        self._thread = threading.Thread(target=self._sync, name="itarcore-fsync")
+        self._thread.start()
+
+    def _sync(self) -> None:
+        try:
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            self._error = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.wait()
+        else:  # the caller's error wins; the thread still ends before the file closes
+            with contextlib.suppress(OSError):
+                self.wait()
 
 
 def _fsync_dir(folder: Path) -> None:

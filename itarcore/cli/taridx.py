@@ -123,12 +123,10 @@ def _shard_cache(args: argparse.Namespace) -> Any:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from ..jobs import index_folds, update_index
     from ..storage import is_url
     from . import UsageError, resume_gc
     from .progressbar import TextProgressBar
 
-    resume_gc()  # the indexer's modules (numpy first) are loaded: see resume_gc
     if args.update is not None and (args.no_cache or args.fold or args.output):
         raise UsageError("index --update INDEX: rebuilds INDEX in place with the cache (no --fold, --output, "
                          "--no-cache)")
@@ -136,13 +134,12 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise UsageError("index --update INDEX: INDEX must be a local file (to rebuild a remote index, index its "
                          "URL again: unchanged shards come from the cache)")
     bar = TextProgressBar("indexing ")
-    options: dict[str, Any] = {"jobs": args.jobs, "contiguous": args.contiguous, "if_exists": args.if_exists,
-                               "executor": args.executor, "cache": _shard_cache(args), "progress": bar}
     try:
-        if args.update is not None:
-            results = [update_index(args.update, **options)]
+        results = _index_from_cache(args, bar)
+        if results is None:
+            results = _index_fully(args, bar)
         else:
-            results = index_folds(args.root, args.fold or None, output=args.output, remote=_remote(args), **options)
+            resume_gc()
     finally:
         bar.close()
     from . import print_json
@@ -165,6 +162,34 @@ def cmd_index(args: argparse.Namespace) -> int:
             for w in r.warnings:
                 print(f"  warning: {w}")
     return 0
+
+
+def _index_from_cache(args: argparse.Namespace, bar: Any) -> list | None:
+    """The results of a plain rerun whose every fold comes from the shard cache, without numpy; else None.
+
+    Only where the cache alone decides the outcome: a local folder, the default executor (another
+    one is checked, and a cluster started, by the full job), replacing existing indexes.
+    """
+    if args.update is not None or args.no_cache or args.executor != "threads" or args.if_exists != "replace":
+        return None
+    from ..indexing.cache import ShardCache
+    from ..jobs.index_cached import index_folds_cached
+
+    return index_folds_cached(args.root, args.fold or None, cache=ShardCache(args.cache), output=args.output,
+                              progress=bar)
+
+
+def _index_fully(args: argparse.Namespace, bar: Any) -> list:
+    """The index job with every option: scans, remote shards and indexes, executors, --update."""
+    from ..jobs import index_folds, update_index
+    from . import resume_gc
+
+    resume_gc()  # the indexer's modules (numpy first) are loaded: see resume_gc
+    options: dict[str, Any] = {"jobs": args.jobs, "contiguous": args.contiguous, "if_exists": args.if_exists,
+                               "executor": args.executor, "cache": _shard_cache(args), "progress": bar}
+    if args.update is not None:
+        return [update_index(args.update, **options)]
+    return index_folds(args.root, args.fold or None, output=args.output, remote=_remote(args), **options)
 
 
 def _remote(args: argparse.Namespace) -> Any:

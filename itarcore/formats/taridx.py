@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..atomic import atomic_write
-from ..errors import FormatError, TruncatedError, WriteError
+from ..errors import FormatError, TruncatedError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .taridx_header import (  # noqa: F401 - re-exported: the header lives in a numpy-free module
     FIELD_LAYOUT,
@@ -28,10 +27,12 @@ from .taridx_header import (  # noqa: F401 - re-exported: the header lives in a 
     MINOR,
     RECORD_SIZE,
     TaridxHeader,
+    encode_header,
     parse_header,
     parse_tables,
     read_head_and_tables,
     split_block,
+    write_taridx_records,
 )
 from .taridx_rows import LazyRows, RowBlockCache
 
@@ -189,40 +190,10 @@ def contiguous_runs(keyhash: np.ndarray, crashid: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(change))
 
 
-def encode_header(n_stems: int, n_rows: int, n_ext: int, n_crash: int, off_crash: int, off_arr: int,
-                  flags: int, minor: int = MINOR) -> bytes:
-    rec = np.zeros(1, HEADER_DTYPE)
-    rec[0] = (MAGIC, MAJOR, minor, RECORD_SIZE, HEADER_SIZE, n_stems, n_rows, n_ext, n_crash, off_crash, off_arr,
-              flags, bytes(7))
-    return rec.tobytes()
-
-
-def _text_block(path: str | os.PathLike[str], what: str, strings: Sequence[str]) -> bytes:
-    """Strings joined by newlines as UTF-8; refuses one that would not read back as itself."""
-    for i, text in enumerate(strings):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} is not text that UTF-8 can store") from None
-        if "\n" in text:
-            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} holds a newline, the index's separator")
-    return "\n".join(strings).encode("utf-8")
-
-
 def write_taridx(path: str | os.PathLike[str], rows: np.ndarray, extensions: Sequence[str],
                  crash_stems: Sequence[str], n_stems: int, contiguous: bool | None = None) -> None:
     """Write a .taridx exactly as the reference does, atomically (temp file, fsync, rename)."""
     rows = np.ascontiguousarray(rows, dtype=ROW_DTYPE)
     if contiguous is None:
         contiguous = contiguous_runs(rows["keyhash"], rows["crashid"]) == n_stems
-    ext_block = _text_block(path, "extension", extensions)
-    crash_block = _text_block(path, "crash stem", crash_stems)
-    off_crash = HEADER_SIZE + len(ext_block)
-    off_arr = off_crash + len(crash_block)
-    header = encode_header(n_stems, len(rows), len(extensions), len(crash_stems), off_crash, off_arr,
-                           FLAG_CONTIGUOUS if contiguous else 0)
-    with atomic_write(path) as fh:
-        fh.write(header)
-        fh.write(ext_block)
-        fh.write(crash_block)
-        fh.write(memoryview(rows).cast("B"))
+    write_taridx_records(path, [memoryview(rows).cast("B")], len(rows), extensions, crash_stems, n_stems, contiguous)

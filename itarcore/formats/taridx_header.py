@@ -1,4 +1,4 @@
-"""The TARIDX header and its two tables, parsed with ``struct`` alone (no numpy).
+"""The TARIDX header and its two tables, parsed and written with ``struct`` alone (no numpy).
 
 ``itarcore info`` needs only these, so it starts without importing numpy; the full
 reader (:mod:`itarcore.formats.taridx`) validates the same way through this module.
@@ -8,10 +8,12 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import FormatError, TruncatedError, VersionError
+from ..atomic import BackgroundSync, atomic_write
+from ..errors import FormatError, TruncatedError, VersionError, WriteError
 
 if TYPE_CHECKING:
     from ..storage import RangedSource
@@ -182,3 +184,48 @@ def read_taridx_summary(path: str | os.PathLike[str], storage_options: dict | No
         header = parse_header(path, head, size)
         data = head + fh.read(header.off_arr - HEADER_SIZE)
     return TaridxSummary(path, header, *parse_tables(path, header, data))
+
+
+def encode_header(n_stems: int, n_rows: int, n_ext: int, n_crash: int, off_crash: int, off_arr: int,
+                  flags: int, minor: int = MINOR) -> bytes:
+    return HEADER_STRUCT.pack(MAGIC, MAJOR, minor, RECORD_SIZE, HEADER_SIZE, n_stems, n_rows, n_ext, n_crash,
+                              off_crash, off_arr, flags, bytes(7))
+
+
+def _text_block(path: str | os.PathLike[str], what: str, strings: Sequence[str]) -> bytes:
+    """Strings joined by newlines as UTF-8; refuses one that would not read back as itself."""
+    for i, text in enumerate(strings):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} is not text that UTF-8 can store") from None
+        if "\n" in text:
+            raise WriteError(f"{os.fspath(path)}: {what} {i} {text!r} holds a newline, the index's separator")
+    return "\n".join(strings).encode("utf-8")
+
+
+def write_taridx_records(path: str | os.PathLike[str], records: Iterable[bytes | bytearray | memoryview],
+                         n_rows: int, extensions: Sequence[str], crash_stems: Sequence[str], n_stems: int,
+                         contiguous: bool, while_syncing: Callable[[], None] | None = None) -> None:
+    """Write a .taridx from its rows as raw 32-byte records, in one or more pieces, atomically
+    (temp file, fsync, rename).
+
+    The one writer of TARIDX files: ``taridx.write_taridx`` passes a numpy array's bytes, the
+    cached-fold route (:mod:`itarcore.indexing.cached_fold`) one piece per shard, made as they
+    are written while the disk takes the pieces before, and the check of its claims as
+    ``while_syncing`` (see :func:`itarcore.atomic.atomic_write`).
+    """
+    ext_block = _text_block(path, "extension", extensions)
+    crash_block = _text_block(path, "crash stem", crash_stems)
+    off_crash = HEADER_SIZE + len(ext_block)
+    off_arr = off_crash + len(crash_block)
+    header = encode_header(n_stems, n_rows, len(extensions), len(crash_stems), off_crash, off_arr,
+                           FLAG_CONTIGUOUS if contiguous else 0)
+    with atomic_write(path, while_syncing=while_syncing) as fh, BackgroundSync(fh) as writeback:
+        fh.write(header + ext_block + crash_block)
+        written = 0
+        for piece in records:
+            written += fh.write(piece)
+            writeback.kick()  # a no-op while the previous piece is still going to disk
+        if written != n_rows * RECORD_SIZE:
+            raise ValueError(f"{n_rows} rows need {n_rows * RECORD_SIZE} bytes of records, not {written}")

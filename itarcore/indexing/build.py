@@ -20,23 +20,11 @@ from ..formats.tar import scan_threads
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from ..storage import FetchStats
 from . import jit
-from .cache import ShardCache, ShardIdentity
+from .cache import ROUTE_REASON, ShardCache, ShardCounts, ShardIdentity
 from .indexer import MAX_SHARDS, FoldIndex, ShardMembers, merge_shards, shard_members
 from .remote import RemoteOptions, RemoteShard, remote_members, total_fetched
 
 Shard = str | os.PathLike[str] | RemoteShard  # a local path, or a listed URL
-
-
-@dataclass
-class ShardCounts:
-    """How each shard's member table was obtained in one run."""
-
-    reused: int = 0  # loaded from the cache
-    scanned: int = 0
-    failed: int = 0
-
-    def text(self) -> str:
-        return f"{self.reused} reused, {self.scanned} scanned" + (f", {self.failed} failed" if self.failed else "")
 
 
 class ShardsFailed(DatasetError):
@@ -127,7 +115,7 @@ class _FoldRun:
         self.todo = [fid for fid, t in enumerate(self.tables) if t is None]
         self.done = [0 if t is None else size for t, size in zip(self.tables, self.sizes)]  # bytes per shard
         self.failures: list[tuple[int, BaseException]] = []
-        self.route, self.route_reason = "cache", "every shard's table came from the cache"  # until a scan runs
+        self.route, self.route_reason = "cache", ROUTE_REASON  # until a scan runs
         self.notes: list[str] = []
         self.lock = threading.Lock()
         if self.todo:  # the first scan's own reports come after its first chunk: name it at once
@@ -193,7 +181,7 @@ class _FoldRun:
             return
         try:
             self.cache.store(self.identities[fid], table)
-        except OSError as exc:  # the index is still right; only the next run loses the head start
+        except (OSError, ValueError) as exc:  # the index is still right; only the next run loses the head start
             if not self.notes:
                 self.notes.append(f"could not write the shard cache in {self.cache.folder}: {exc}")
 

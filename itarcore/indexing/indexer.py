@@ -9,10 +9,8 @@ the number of threads.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,20 +21,8 @@ from ..formats.tar_names import check_text_names
 from ..formats.taridx import ROW_DTYPE, contiguous_runs
 from ..progress import CancelToken, ProgressCallback
 from . import jit
+from .discover import MAX_SHARDS, SHARD_PATTERN, discover_folds  # noqa: F401 - re-exported
 from .hashing import xxh64_padded
-
-SHARD_PATTERN = re.compile(r"^(?P<fold>.+)_(?P<suffix>[^_/]+)\.tar$")
-MAX_SHARDS = 1 << 16  # fid is u16
-
-
-def discover_folds(root: str | os.PathLike[str]) -> dict[str, list[Path]]:
-    """Folds in ``root``: ``<fold>_<suffix>.tar`` grouped by fold, each list sorted by suffix (= fid order)."""
-    folds: dict[str, list[tuple[str, Path]]] = {}
-    for entry in os.scandir(root):
-        match = SHARD_PATTERN.match(entry.name)
-        if match and entry.is_file():
-            folds.setdefault(match["fold"], []).append((match["suffix"], Path(entry.path)))
-    return {fold: [p for _, p in sorted(items)] for fold, items in sorted(folds.items())}
 
 
 @dataclass
