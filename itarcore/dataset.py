@@ -31,6 +31,7 @@ from .samples import SampleGroups, group_samples
 from .shard_names import RemoteLongNames, long_names_of
 from .shards import ShardSet, find_shards, fold_name, shard_name_for
 from .storage import RangedSource, is_url, parent
+from .storage.residency import element_pages, in_file_mapping, mapping_range_resident, pages_resident
 from .storage.sources import LocalSource
 
 if TYPE_CHECKING:
@@ -170,6 +171,25 @@ class Dataset:
     def read_payload(self, row: int) -> bytes:
         source, _, start, size = self._payload_range(row)
         return bytes(source.read(start, size))
+
+    def payload_in_ram(self, row: int) -> bool:
+        """Whether previewing ``row`` (its record, its member's header and payload, the shard's long
+        names) reads only pages already in RAM: then a thread that must not wait (the GUI) may read it.
+
+        A shard not opened yet, a remote one, or long names not scanned yet count as not in RAM."""
+        if not 0 <= row < self.n_rows:
+            return True  # nothing is read: the error comes at once
+        if in_file_mapping(self.rows) and not pages_resident(element_pages(self.rows, np.array([row]))):
+            return False
+        rec = self.rows[row]
+        fid, offset, size = int(rec["fid"]), int(rec["offset"]), int(rec["size"])
+        if fid not in self._shards:
+            return True  # a missing shard: nothing to read
+        source = self.shard_set.opened(fid)
+        if not isinstance(source, LocalSource) or fid not in self._long_names:
+            return False
+        mapping = source.mapping
+        return mapping is None or mapping_range_resident(mapping, offset, BLOCK + size)
 
     def read_payloads(self, rows: np.ndarray | list[int]) -> list[bytes]:
         """Payloads of many rows: one batched ranged read per remote shard (a sample, an audit's picks)."""

@@ -59,11 +59,11 @@ def dropped_target(mime: Any) -> str | None:
 
 
 def fetch_payload(table: Table, row: int, progress: Callable[[Progress], None] | None = None,
-                  cancel: Any = None) -> Payload:
+                  cancel: Any = None, verb: str = "fetching") -> Payload:
     """A row's payload, saying first how many bytes are coming (a worker's job)."""
     size = row_size(table, row)
     if progress is not None:
-        what = f"fetching {human_bytes(size)}…" if size is not None else "fetching…"
+        what = f"{verb} {human_bytes(size)}…" if size is not None else f"{verb}…"
         progress(Progress(0, size or 0, "bytes", message=what))
     if table.payload_available is not None and not table.payload_available(row):
         raise PayloadUnavailable("the shard holding this row's payload is missing (see the warning above)")
@@ -116,16 +116,20 @@ class RemoteSession(QObject):
 
     # -- preview ---------------------------------------------------------------------------
     def feed_preview(self, table: Table, row: int, name: str) -> None:
-        """Preview ``row``: from the cache at once, else fetched by a worker while the preview says so."""
+        """Preview ``row``: from the cache at once, else fetched by a worker while the preview says so.
+
+        A local file's payload whose pages are not in RAM comes this way too (read from disk by the
+        worker, with the same Cancel), so the GUI thread never waits for the disk."""
         self.cancel_preview(quiet=True)
-        key = ("payload", self.source.identity if self.source else None, table.name, row)
+        key = ("payload", self.source.identity if self.source else self.w.path, table.name, row)
         cached = self.cache.get(key)
         if cached is not None:
             self.w.preview.show_payload(cached)
             return
         generation, self._preview_name = self._generation, name
-        self.w.preview.show_fetching(name, "fetching…")
-        worker = JobWorker(fetch_payload, table, row)
+        verb = "fetching" if self.source is not None else "reading from disk:"
+        self.w.preview.show_fetching(name, f"{verb}…")
+        worker = JobWorker(fetch_payload, table, row, verb=verb)
         worker.progressed.connect(lambda p, g=generation: self._fetch_said(g, p))
         worker.returned.connect(lambda payload, g=generation, k=key: self._fetched(g, k, payload))
         worker.errored.connect(lambda exc, g=generation: self._fetch_failed(g, exc))
