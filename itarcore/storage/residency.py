@@ -18,6 +18,7 @@ import numpy as np
 
 PAGE = mmap.PAGESIZE
 MADV_WILLNEED = 3
+MADV_DONTNEED = 4
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL
 
 
@@ -88,6 +89,20 @@ def mapping_range_resident(mapping: mmap.mmap, offset: int, length: int) -> bool
     if _LIBC[1](first, n_pages * PAGE, vec) != 0:
         return False
     return bool(np.all(np.frombuffer(vec.raw, np.uint8, n_pages) & 1))
+
+
+def release_elements(values: np.ndarray, start: int, stop: int) -> None:
+    """Drop the pages under ``values[start:stop]`` from this process (a file mapping's; the page cache
+    keeps them, a later read maps them again), so a pass over a huge mapped column keeps RSS bounded.
+
+    Pages at the ends shared with neighbours go too: reading those again costs a minor fault, never
+    wrong bytes (the mapping is read-only and backed by the file)."""
+    if _LIBC is None or stop <= start or not in_file_mapping(values):
+        return
+    first = values.ctypes.data + start * values.strides[0]
+    last = values.ctypes.data + (stop - 1) * values.strides[0] + values.itemsize - 1
+    lo, hi = min(first, last) // PAGE * PAGE, (max(first, last) // PAGE + 1) * PAGE
+    _LIBC[0](lo, hi - lo, MADV_DONTNEED)
 
 
 def read_if_cached(path: str | os.PathLike[str], offset: int, length: int) -> bytes | None:
