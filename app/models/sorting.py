@@ -70,10 +70,11 @@ class SortKeys:
     def keys_at(self, pos: np.ndarray) -> np.ndarray:
         """Keys of arbitrary positions (a sample, a bucket); safe to call from several threads.
 
-        Ascending positions (a bucket) are read a chunk at a time, each chunk's pages released behind it."""
+        Ascending positions (a sample, a bucket) are read a chunk of rows at a time, each chunk's pages
+        released behind it: a sample scattered over the file would otherwise map most of it in."""
         pos = np.asarray(pos, dtype=np.int64)
         src = pos if self.rows is None else self.rows[pos]
-        if not self.mapped or len(src) <= CHUNK or np.any(src[1:] < src[:-1]):
+        if not self.mapped or not len(src) or np.any(src[1:] < src[:-1]):
             return self._read(src)
         cuts = np.searchsorted(src, np.arange(int(src[0]) + CHUNK, int(src[-1]) + 1, CHUNK))
         return np.concatenate([self._read(part) for part in np.split(src, cuts)])

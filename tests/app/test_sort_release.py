@@ -84,3 +84,16 @@ def test_the_first_window_and_a_filtered_sort_release_too(index):
     assert mapping_rss(values.ctypes.data) < N_ROWS * 32 * 0.1
     sizes = truth["size"][rows].astype(np.int64)
     assert np.array_equal(order, rows[np.argsort(-sizes, kind="stable")])
+
+
+def test_scattered_keys_are_read_a_chunk_of_rows_at_a_time(index, monkeypatch):
+    """A sample or a bucket spans the whole file: its pages go after each chunk, not after the whole read."""
+    doc, truth = index
+    released: list[tuple[int, int]] = []
+    monkeypatch.setattr(sorting, "release_elements", lambda values, lo, hi: released.append((lo, hi)))
+    keys = sorting.SortKeys(doc.table("rows"), SortKey("Size"), None)
+    pos = np.arange(5, N_ROWS, 7)
+    assert np.array_equal(keys.keys_at(pos), truth["size"][pos])
+    assert len(released) == -(-N_ROWS // sorting.CHUNK)
+    assert all(hi - lo <= sorting.CHUNK for lo, hi in released)
+    assert released[0][0] == 5 and released[-1][1] == int(pos[-1]) + 1
