@@ -90,6 +90,7 @@ class RemoteSession(QObject):
         self._generation = 0  # of the preview fetch on screen
         self._preview_worker: JobWorker | None = None
         self._preview_name = ""
+        self._openings = 0  # documents attached so far
         window.preview.fetchCancelled.connect(self.cancel_preview)
 
     # -- opening ---------------------------------------------------------------------------
@@ -107,6 +108,7 @@ class RemoteSession(QObject):
     def attach(self, doc: Document) -> bool:
         """A newly opened document; True when its bytes are remote (its views then read them in workers)."""
         self.source = remote_source(doc)
+        self._openings += 1
         self.cache.set_limit(cache_megabytes(self.w.settings) << 20)
         return self.source is not None
 
@@ -121,7 +123,8 @@ class RemoteSession(QObject):
         A local file's payload whose pages are not in RAM comes this way too (read from disk by the
         worker, with the same Cancel), so the GUI thread never waits for the disk."""
         self.cancel_preview(quiet=True)
-        key = ("payload", self.source.identity if self.source else self.w.path, table.name, row)
+        # a local file's payloads are kept for this opening only: its shards may change before the next
+        key = ("payload", self.source.identity if self.source else ("opened", self._openings), table.name, row)
         cached = self.cache.get(key)
         if cached is not None:
             self.w.preview.show_payload(cached)
