@@ -31,7 +31,13 @@ from .samples import SampleGroups, group_samples
 from .shard_names import RemoteLongNames, long_names_of
 from .shards import ShardSet, find_shards, fold_name, shard_name_for
 from .storage import RangedSource, is_url, parent
-from .storage.residency import element_pages, in_file_mapping, mapping_range_resident, pages_resident
+from .storage.residency import (
+    element_pages,
+    in_file_mapping,
+    mapping_range_resident,
+    pages_resident,
+    populate_range,
+)
 from .storage.sources import LocalSource
 
 if TYPE_CHECKING:
@@ -170,6 +176,8 @@ class Dataset:
 
     def read_payload(self, row: int) -> bytes:
         source, _, start, size = self._payload_range(row)
+        if isinstance(source, LocalSource) and source.mapping is not None:
+            populate_range(source.mapping, start, size)  # the disk read without the GIL, then the copy
         return bytes(source.read(start, size))
 
     def rows_in_ram(self, rows: np.ndarray | list[int], payloads: bool = False) -> bool:

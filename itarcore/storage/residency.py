@@ -91,6 +91,21 @@ def mapping_range_resident(mapping: mmap.mmap, offset: int, length: int) -> bool
     return bool(np.all(np.frombuffer(vec.raw, np.uint8, n_pages) & 1))
 
 
+def populate_range(mapping: mmap.mmap, offset: int, length: int) -> None:
+    """Bring bytes [offset, offset+length) of a file mapping into RAM without holding the GIL (as
+    :func:`populate`, in two calls for the whole range), so copying them afterwards does not wait for the
+    disk while it holds the GIL, which would stall every other thread (the GUI) for the read's length."""
+    end = min(len(mapping), offset + max(0, length))
+    if _LIBC is None or end <= offset:
+        return
+    base = np.frombuffer(mapping, np.uint8).ctypes.data
+    first = (base + offset) // PAGE * PAGE
+    size = base + end - first
+    madvise = _LIBC[0]
+    madvise(first, size, MADV_WILLNEED)
+    madvise(first, size, MADV_POPULATE_READ)
+
+
 def release_elements(values: np.ndarray, start: int, stop: int) -> None:
     """Drop the pages under ``values[start:stop]`` from this process (a file mapping's; the page cache
     keeps them, a later read maps them again), so a pass over a huge mapped column keeps RSS bounded.

@@ -13,6 +13,7 @@ from itarcore.storage.residency import (
     mapping_range_resident,
     pages_resident,
     populate,
+    populate_range,
     read_if_cached,
 )
 
@@ -79,7 +80,8 @@ def test_a_mapped_byte_range_is_resident_as_the_kernel_says(tmp_path):
             if not cached_by_kernel(path, offset):
                 assert not mapping_range_resident(mapping, 0, 3 << 20)
         assert mapping_range_resident(mapping, 4096, 100) == cached_by_kernel(path, 4096)
-        mapping.madvise(mmap.MADV_WILLNEED)
+        populate_range(mapping, 1 << 20, 1 << 20)  # read in without the GIL
+        assert mapping_range_resident(mapping, 1 << 20, 1 << 20) and cached_by_kernel(path, (2 << 20) - 1)
         bytes(mapping[:])  # read in
         assert mapping_range_resident(mapping, 0, 3 << 20)
     finally:
