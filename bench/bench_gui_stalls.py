@@ -1,7 +1,8 @@
 """How long the GUI thread stays away from its event loop while the browser works: a table against 50 ms.
 
     python bench/bench_gui_stalls.py           # 10M rows, 4M for the panels, a 1 GiB hex file, 400 JPEGs,
-                                               # a payload an HTTP server holds back 2 s (the remote issue's heartbeat)
+                                               # a payload an HTTP server holds back 2 s (the remote issue's heartbeat),
+                                               # a fold just copied: a 50 MiB member's preview, a copy of 2,000 rows
     python bench/bench_gui_stalls.py --quick   # small sizes, a smoke run for CI
     python bench/bench_gui_stalls.py --grid-only --grid-rows 100000000   # the grid steps alone, 100M rows
 
@@ -194,6 +195,96 @@ def gallery_steps(app, folder: Path, samples: int) -> dict[str, Heartbeat]:
     return out
 
 
+def cold_fold_steps(app, folder: Path, member_mb: int, samples: int) -> dict[str, Heartbeat]:
+    """A local fold just copied (its shard out of the page cache before each round): preview a big member,
+    show a sample's cards, copy a page of rows with their stems (issue 15: nothing waits for the disk)."""
+    import io
+    import subprocess
+    import tarfile
+
+    from synthetic import drop_from_page_cache, evict_index
+
+    root = folder / "cold"
+    root.mkdir()
+    shard = root / "cold_0000.tar"
+    rng = np.random.default_rng(5)
+    with tarfile.open(shard, "w") as tf:
+        for i in range(samples):
+            for ext, size in (("bin", 4096), ("cls", 2)):
+                data = rng.bytes(size)
+                info = tarfile.TarInfo(f"s{i:07d}.{ext}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        big = rng.bytes(member_mb << 20)
+        info = tarfile.TarInfo("zbig.mp4")
+        info.size = len(big)
+        tf.addfile(info, io.BytesIO(big))
+    subprocess.run([sys.executable, "-m", "itarcore", "index", str(root)], check=True, capture_output=True)
+    index = root / "cold.taridx"
+    w = open_window(app, index)
+    wait_for(app, lambda: not w.tabs_by_name["rows"].model.fetching and not w.preview.busy)
+    out: dict[str, Heartbeat] = {}
+    big_row = w.document.source.n_rows - 1
+    rows_tab = w.tabs_by_name["rows"]
+
+    def preview(row: int) -> Callable[[], None]:
+        def step() -> None:
+            settled: list[int] = []
+
+            def on_settled() -> None:
+                settled.append(1)
+
+            w.previewSettled.connect(on_settled)
+            w.go_to_row(row)
+            wait_for(app, lambda: bool(settled) and not w.preview.fetching and not w.preview.busy)
+            w.previewSettled.disconnect(on_settled)
+        return step
+
+    def cold() -> None:
+        w.go_to_row(0)
+        wait_for(app, lambda: not w.preview.fetching and not w.preview.busy)
+        evict()
+
+    def evict() -> None:
+        w.remote.cache.clear()
+        ds = w.document.source
+        opened = ds.shard_set.opened(0) if hasattr(ds.shard_set, "opened") else ds.shard_set.source(0)
+        if opened is not None:
+            opened.release(0, opened.size)  # out of this process, so the page cache can let go of it
+        evict_index(ds, index)
+        drop_from_page_cache(shard)
+
+    cold()
+    out[f"cold fold: preview a {member_mb} MiB member"] = best_of(app, preview(big_row), cold)
+
+    from PySide6.QtCore import QItemSelection, QItemSelectionModel
+
+    copied: list[str] = []
+    if hasattr(rows_tab, "copied"):  # absent before copies went to a worker: there the copy returns with the text
+        rows_tab.copied.connect(copied.append)
+
+    def select_page() -> None:  # then the fold goes cold: the user's Ctrl+C alone is timed
+        grid, m = rows_tab.grid, rows_tab.model
+        grid.go_to_source_row(samples)
+        first, last = m.view_row_of(samples) - m.window_start, m.view_row_of(2 * samples - 1) - m.window_start
+        grid.view.selectionModel().select(QItemSelection(m.index(first, 0), m.index(last, m.columnCount() - 1)),
+                                          QItemSelectionModel.SelectionFlag.ClearAndSelect)
+        grid.view.setFocus()
+        wait_for(app, lambda: not m.fetching and not w.preview.fetching and not w.preview.busy)
+        evict()
+
+    def copy_page() -> None:
+        copied.clear()
+        w.actions_.copy_selection()
+        wait_for(app, lambda: bool(copied) or not rows_tab.is_busy)
+
+    select_page()
+    out[f"cold fold: copy {samples:,} selected rows with their stems"] = best_of(app, copy_page, select_page)
+    w.shutdown()
+    w.deleteLater()
+    return out
+
+
 def remote_steps(app, folder: Path, delay_s: float) -> dict[str, Heartbeat]:
     """A payload a slow HTTP server holds back for ``delay_s``: the window waits for it without stalling."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -232,6 +323,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--grid-rows", type=int, help="rows of the grid steps' index (default 10M)")
     parser.add_argument("--grid-only", action="store_true", help="only the grid steps")
+    parser.add_argument("--cold-fold-only", action="store_true", help="only the cold fold steps")
     parser.add_argument("--dir", type=Path, help="where to write the inputs (default: a temporary folder)")
     args = parser.parse_args()
     from PySide6.QtWidgets import QApplication
@@ -244,11 +336,15 @@ def main() -> int:
         folder = Path(tmp)
         os.environ["ITARCORE_CACHE_DIR"] = str(folder / "cache")
         results: dict[str, Heartbeat] = {}
-        results.update(grid_steps(app, folder, grid_rows))
-        if not args.grid_only:
+        if args.cold_fold_only:
+            results.update(cold_fold_steps(app, folder, 8 if args.quick else 50, 500 if args.quick else 2_000))
+        else:
+            results.update(grid_steps(app, folder, grid_rows))
+        if not args.grid_only and not args.cold_fold_only:
             results.update(hex_steps(app, folder, hex_size))
             results.update(panel_steps(app, folder, panel_rows))
             results.update(gallery_steps(app, folder, jpegs))
+            results.update(cold_fold_steps(app, folder, 8 if args.quick else 50, 500 if args.quick else 2_000))
             results.update(remote_steps(app, folder, 0.5 if args.quick else 2.0))
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"GUI thread stalls, best of {ROUNDS} rounds (load average {' '.join(load)})")

@@ -31,6 +31,13 @@ from .samples import SampleGroups, group_samples
 from .shard_names import RemoteLongNames, long_names_of
 from .shards import ShardSet, find_shards, fold_name, shard_name_for
 from .storage import RangedSource, is_url, parent
+from .storage.residency import (
+    element_pages,
+    in_file_mapping,
+    mapping_range_resident,
+    pages_resident,
+    populate_range,
+)
 from .storage.sources import LocalSource
 
 if TYPE_CHECKING:
@@ -170,7 +177,37 @@ class Dataset:
 
     def read_payload(self, row: int) -> bytes:
         source, _, start, size = self._payload_range(row)
+        if isinstance(source, LocalSource) and source.mapping is not None:
+            populate_range(source.mapping, start, size)  # the disk read without the GIL, then the copy
         return bytes(source.read(start, size))
+
+    def rows_in_ram(self, rows: np.ndarray | list[int], payloads: bool = False) -> bool:
+        """Whether reading the names (and, with ``payloads``, the payloads) of ``rows`` reads only pages
+        already in RAM: their records, their members' headers, the shards' long names. Then a thread
+        that must not wait (the GUI) may read them.
+
+        A shard not opened yet, a remote one, or one whose long names are not scanned yet counts as
+        not in RAM; a missing shard reads nothing."""
+        rows = np.asarray(rows, dtype=np.int64)
+        rows = rows[(rows >= 0) & (rows < self.n_rows)]  # the others read nothing: their error comes at once
+        if in_file_mapping(self.rows) and len(rows) and not pages_resident(element_pages(self.rows, rows)):
+            return False
+        recs = self.rows[rows]
+        for row, fid, offset, size in zip(rows.tolist(), recs["fid"].tolist(), recs["offset"].tolist(),
+                                          recs["size"].tolist()):
+            if fid not in self._shards or (not payloads and row in self._names):
+                continue
+            source = self.shard_set.opened(fid)
+            if not isinstance(source, LocalSource) or fid not in self._long_names:
+                return False
+            mapping = source.mapping
+            if mapping is not None and not mapping_range_resident(mapping, offset, BLOCK + (size if payloads else 0)):
+                return False
+        return True
+
+    def payload_in_ram(self, row: int) -> bool:
+        """:meth:`rows_in_ram` of one row's name and payload (the preview's question)."""
+        return self.rows_in_ram([row], payloads=True)
 
     def read_payloads(self, rows: np.ndarray | list[int]) -> list[bytes]:
         """Payloads of many rows: one batched ranged read per remote shard (a sample, an audit's picks)."""

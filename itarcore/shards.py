@@ -127,6 +127,10 @@ class ShardSet:
     def name(self, fid: int) -> str:
         return shard_name_for(self.fold, fid, self.paths)
 
+    def opened(self, fid: int) -> RangedSource | None:
+        """Shard ``fid`` if it is open already (asking for it opens nothing), else None."""
+        return self._sources.get(fid)
+
     def source(self, fid: int) -> RangedSource:
         """The open shard ``fid``; MissingShardError when there is none, DatasetError when it cannot be read."""
         opened = self._sources.get(fid)  # a dict read is atomic: the lock guards only the insert

@@ -22,6 +22,7 @@ import numpy as np
 
 from itarcore.document import Table
 from itarcore.progress import CancelToken, Progress
+from itarcore.storage.residency import in_file_mapping, release_elements
 
 CHUNK = 1 << 21  # rows per step: bounded temporaries, regular cancel and progress points
 THREADS = 2  # numpy releases the GIL while it compares, sorts and searches: chunks go to threads
@@ -50,6 +51,7 @@ class SortKeys:
         if col.lazy:
             raise TypeError(f"column '{key.column}' is computed on demand and cannot be sorted")
         self.values: np.ndarray = col.values  # type: ignore[assignment]
+        self.mapped = in_file_mapping(self.values)
         self.rows = rows
         self.n = len(self.values) if rows is None else len(rows)
         self.descending = key.descending
@@ -61,12 +63,33 @@ class SortKeys:
             self.rank[np.argsort(np.asarray(labels), kind="stable")] = np.arange(len(labels))
 
     def keys(self, i0: int, i1: int) -> np.ndarray:
-        return self._order_giving(self.values[i0:i1] if self.rows is None else self.values[self.rows[i0:i1]])
+        if self.rows is None:
+            return self._read(None, i0, i1)
+        return self._read(self.rows[i0:i1])
 
     def keys_at(self, pos: np.ndarray) -> np.ndarray:
-        """Keys of arbitrary positions (a sample, a bucket); safe to call from several threads."""
+        """Keys of arbitrary positions (a sample, a bucket); safe to call from several threads.
+
+        Ascending positions (a sample, a bucket) are read a chunk of rows at a time, each chunk's pages
+        released behind it: a sample scattered over the file would otherwise map most of it in."""
         pos = np.asarray(pos, dtype=np.int64)
-        return self._order_giving(self.values[pos] if self.rows is None else self.values[self.rows[pos]])
+        src = pos if self.rows is None else self.rows[pos]
+        if not self.mapped or not len(src) or np.any(src[1:] < src[:-1]):
+            return self._read(src)
+        cuts = np.searchsorted(src, np.arange(int(src[0]) + CHUNK, int(src[-1]) + 1, CHUNK))
+        return np.concatenate([self._read(part) for part in np.split(src, cuts)])
+
+    def _read(self, src: np.ndarray | None, i0: int = 0, i1: int = 0) -> np.ndarray:
+        """Keys of source rows ``src`` (or of the slice [i0, i1)); a file mapping's pages are released
+        behind the read (sorting keeps the order array and one key column, never the index in RAM)."""
+        raw = self.values[i0:i1] if src is None else self.values[src]
+        keys = self._order_giving(raw)
+        if self.mapped:
+            if np.may_share_memory(keys, self.values):
+                keys = keys.copy()
+            lo, hi = (i0, i1) if src is None else ((int(src.min()), int(src.max()) + 1) if len(src) else (0, 0))
+            release_elements(self.values, lo, hi)
+        return keys
 
     def _order_giving(self, v: np.ndarray) -> np.ndarray:
         if self.rank is not None:

@@ -362,6 +362,33 @@ class WindowedTableModel(QAbstractTableModel):
             return self._lazy_value(col, view_row)
         return self._columns[col].values[self.source_row(view_row)]  # type: ignore[index]
 
+    def texts(self, rows: np.ndarray, col: int) -> list[str]:
+        """Text of column ``col`` at source ``rows`` ('' for -1), as painted; safe off the GUI thread
+        (lazy values come from the cache where they are, else from the column, and are not stored)."""
+        fmt, out = self._formatters[col], [""] * len(rows)
+        known = np.flatnonzero(rows >= 0)
+        src = rows[known]
+        if col in self._lazy:
+            cache, missing = self._lazy[col], object()
+            values = [cache.get(r, missing) for r in src.tolist()]
+            todo = [i for i, v in enumerate(values) if v is missing]
+            for i, v in zip(todo, _resolve(self._columns[col], src[todo]) if todo else []):
+                values[i] = v
+        else:
+            values = self._columns[col].values[src]  # type: ignore[index]
+        for i, v in zip(known.tolist(), values):
+            out[i] = "" if v is None else fmt(v)
+        return out
+
+    def cells_in_ram(self, rows: np.ndarray, cols: list[int]) -> bool:
+        """Whether the values of ``rows`` (source rows) in ``cols`` are at hand without the disk: mapped
+        columns' pages in RAM, lazy values cached (a resolver may read the disk, or a server)."""
+        known = rows[rows >= 0]
+        mapped = [c for c in cols if c in self._mapped_set]
+        if mapped and len(known) and not block_resident(self._columns, mapped, known):
+            return False
+        return all(r in self._lazy[c] for c in cols if c in self._lazy for r in known.tolist())
+
     def text(self, view_row: int, col: int) -> str:
         if self.source_row(view_row) < 0:
             return ""

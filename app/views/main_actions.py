@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QInputDialog, QMenu
 
+from app.models.selection_copy import COPY_AT_ONCE, selection_text
 from app.style import THEMES, apply_theme
 from app.views.errors import show_error
 from app.views.open_url_dialog import OpenUrlDialog
@@ -192,7 +193,16 @@ class MainActions(QObject):
             if focus is not None and hasattr(focus, "copy"):
                 focus.copy()  # a line edit or text view copies its own selection
             return
-        text = tab.grid.selection_tsv()
+        cells = tab.grid.selected_cells()
+        if cells is None:
+            return
+        if len(cells.rows) <= COPY_AT_ONCE and tab.model.cells_in_ram(cells.rows, cells.cols):
+            self.put_on_clipboard(selection_text(tab.model, cells))
+        else:  # values on disk (or many): a worker makes the text, with progress and Cancel
+            self.w.status.show_message(f"Copying {len(cells.rows):,} row(s)…")
+            tab.copy_cells(cells)
+
+    def put_on_clipboard(self, text: str) -> None:
         if text:
             QGuiApplication.clipboard().setText(text)
             self.w.status.show_message(f"Copied {text.count(chr(10)) + 1} line(s)")

@@ -191,6 +191,7 @@ class MainWindow(QMainWindow):
         tab.idle.connect(self.status.job_done)
         tab.failed.connect(lambda msg, t=tab: self._tab_failed(t, msg))
         tab.exported.connect(lambda p, n: self.status.show_message(f"Wrote {n:,} rows to {p}"))
+        tab.copied.connect(self.actions_.put_on_clipboard)
         tab.viewApplied.connect(lambda t=tab: self.status.set_rows(t.model.n_view, t.table.n_rows))
         tab.viewApplied.connect(lambda t=tab: [p.on_view_changed(t.table.name, t.model.view_rows) for p in self.panels])
         tab.viewPartial.connect(self.status.rows_label.setText)  # "≥ N rows (counting…)"

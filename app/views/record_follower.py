@@ -81,8 +81,9 @@ class RecordFollower(QObject):
         name = f"{table.name} row {row:,}"
         if table.payload is None:
             w.preview.show_unavailable(name, f"Rows of “{table.name}” have no payload to preview.")
-        elif w.remote.active:
-            w.remote.feed_preview(table, row, name)  # fetched by a worker; previewSettled follows
+        elif w.remote.active or (table.payload_in_ram is not None and not table.payload_in_ram(row)):
+            # remote, or local pages not in RAM: read by a worker; previewSettled follows
+            w.remote.feed_preview(table, row, name)
             return
         elif table.payload_available is not None and not table.payload_available(row):
             w.preview.show_unavailable(

@@ -59,11 +59,11 @@ def dropped_target(mime: Any) -> str | None:
 
 
 def fetch_payload(table: Table, row: int, progress: Callable[[Progress], None] | None = None,
-                  cancel: Any = None) -> Payload:
+                  cancel: Any = None, verb: str = "fetching") -> Payload:
     """A row's payload, saying first how many bytes are coming (a worker's job)."""
     size = row_size(table, row)
     if progress is not None:
-        what = f"fetching {human_bytes(size)}…" if size is not None else "fetching…"
+        what = f"{verb} {human_bytes(size)}…" if size is not None else f"{verb}…"
         progress(Progress(0, size or 0, "bytes", message=what))
     if table.payload_available is not None and not table.payload_available(row):
         raise PayloadUnavailable("the shard holding this row's payload is missing (see the warning above)")
@@ -90,6 +90,7 @@ class RemoteSession(QObject):
         self._generation = 0  # of the preview fetch on screen
         self._preview_worker: JobWorker | None = None
         self._preview_name = ""
+        self._openings = 0  # documents attached so far
         window.preview.fetchCancelled.connect(self.cancel_preview)
 
     # -- opening ---------------------------------------------------------------------------
@@ -107,6 +108,7 @@ class RemoteSession(QObject):
     def attach(self, doc: Document) -> bool:
         """A newly opened document; True when its bytes are remote (its views then read them in workers)."""
         self.source = remote_source(doc)
+        self._openings += 1
         self.cache.set_limit(cache_megabytes(self.w.settings) << 20)
         return self.source is not None
 
@@ -116,16 +118,21 @@ class RemoteSession(QObject):
 
     # -- preview ---------------------------------------------------------------------------
     def feed_preview(self, table: Table, row: int, name: str) -> None:
-        """Preview ``row``: from the cache at once, else fetched by a worker while the preview says so."""
+        """Preview ``row``: from the cache at once, else fetched by a worker while the preview says so.
+
+        A local file's payload whose pages are not in RAM comes this way too (read from disk by the
+        worker, with the same Cancel), so the GUI thread never waits for the disk."""
         self.cancel_preview(quiet=True)
-        key = ("payload", self.source.identity if self.source else None, table.name, row)
+        # a local file's payloads are kept for this opening only: its shards may change before the next
+        key = ("payload", self.source.identity if self.source else ("opened", self._openings), table.name, row)
         cached = self.cache.get(key)
         if cached is not None:
             self.w.preview.show_payload(cached)
             return
         generation, self._preview_name = self._generation, name
-        self.w.preview.show_fetching(name, "fetching…")
-        worker = JobWorker(fetch_payload, table, row)
+        verb = "fetching" if self.source is not None else "reading from disk:"
+        self.w.preview.show_fetching(name, f"{verb}…")
+        worker = JobWorker(fetch_payload, table, row, verb=verb)
         worker.progressed.connect(lambda p, g=generation: self._fetch_said(g, p))
         worker.returned.connect(lambda payload, g=generation, k=key: self._fetched(g, k, payload))
         worker.errored.connect(lambda exc, g=generation: self._fetch_failed(g, exc))

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.models.csv_export import export_csv
 from app.models.row_selection import FIRST, TWO_STEP_ROWS, SortKey, compute_view
+from app.models.selection_copy import CellSelection, selection_text
 from app.models.windowed_table_model import WINDOW, WindowedTableModel
 from app.views.filter_bar import FilterBar
 from app.views.table_view import TableGrid
@@ -33,6 +34,7 @@ class TableTab(QWidget):
     viewApplied = Signal()  # a filter/sort result is on screen
     viewPartial = Signal(str)  # an early answer is on screen; the text says how many rows so far
     busy = Signal(str)  # what a worker is doing
+    copied = Signal(str)  # the text of cells copied by a worker, for the clipboard
     progressed = Signal(object)  # itarcore Progress of the running job
     idle = Signal()
     failed = Signal(str)  # a readable message
@@ -192,6 +194,10 @@ class TableTab(QWidget):
         for fn in callbacks:
             fn()
         self.viewApplied.emit()
+
+    def copy_cells(self, cells: CellSelection) -> JobWorker:
+        """Make the cells' text in a worker (progress, Cancel); ``copied`` gets it."""
+        return self._run(selection_text, self.model, cells, on_result=self.copied.emit, what="copying")
 
     def export(self, path: str) -> JobWorker:
         rows = self._committed[0] if self._early_shown else self.model.view_rows  # only complete views

@@ -19,6 +19,7 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, QModelIndex, Qt,
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QScrollBar, QTableView, QWidget
 
+from app.models.selection_copy import CellSelection, selection_text
 from app.models.windowed_table_model import WindowedTableModel
 from app.views.settings import app_settings
 
@@ -358,29 +359,36 @@ class TableGrid(QWidget):
     def clear_sort_indicator(self) -> None:
         self.show_sort_indicator(None)
 
+    def selected_cells(self) -> CellSelection | None:
+        """The selected cells (else the current one), from the selection's ranges: no index per cell."""
+        ranges = [(r.top(), r.bottom(), r.left(), r.right()) for r in self.view.selectionModel().selection()]
+        if not ranges:
+            cur = self.view.currentIndex()
+            if not cur.isValid():
+                return None
+            ranges = [(cur.row(), cur.row(), cur.column(), cur.column())]
+        lines = np.unique(np.concatenate([np.arange(top, bottom + 1) for top, bottom, _, _ in ranges]))
+        cols = sorted({c for _, _, left, right in ranges for c in range(left, right + 1)})
+        at = {c: k for k, c in enumerate(cols)}
+        mask = np.zeros((len(lines), len(cols)), dtype=bool)
+        for top, bottom, left, right in ranges:
+            i0, i1 = np.searchsorted(lines, [top, bottom + 1])
+            mask[i0:i1, at[left] : at[right] + 1] = True
+        view = self.model.window_start + lines
+        order = self.model.view_rows
+        rows = view.astype(np.int64)
+        if order is not None:  # rows a sort has not placed yet copy as empty
+            rows = np.full(len(view), -1, dtype=np.int64)
+            placed = view < len(order)
+            rows[placed] = order[view[placed]]
+        whole = len(cols) == self.model.columnCount() and bool(mask.all())
+        titles = [self.model.table.columns[c].title for c in cols] if whole else None
+        return CellSelection(rows, cols, mask, titles)
+
     def selection_tsv(self) -> str:
         """The selected cells as tab-separated text; whole selected rows get a header line."""
-        indexes = self.view.selectionModel().selectedIndexes()
-        if not indexes:
-            cur = self.view.currentIndex()
-            indexes = [cur] if cur.isValid() else []
-        if not indexes:
-            return ""
-        cells: dict[int, set[int]] = {}
-        for i in indexes:
-            cells.setdefault(i.row(), set()).add(i.column())
-        cols = sorted(set().union(*cells.values()))
-        full_rows = len(cols) == self.model.columnCount() and all(len(c) == len(cols) for c in cells.values())
-        lines = []
-        if full_rows:
-            lines.append("\t".join(["row"] + [self.model.table.columns[c].title for c in cols]))
-        start = self.model.window_start
-        for r in sorted(cells):
-            values = [self.model.text(start + r, c) if c in cells[r] else "" for c in cols]
-            if full_rows:
-                values.insert(0, str(self.model.source_row(start + r)))
-            lines.append("\t".join(values))
-        return "\n".join(lines)
+        cells = self.selected_cells()
+        return "" if cells is None else selection_text(self.model, cells)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

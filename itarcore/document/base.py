@@ -117,6 +117,8 @@ class Table:
     columns: list[Column]
     payload: Callable[[int], Payload] | None = None
     payload_available: Callable[[int], bool] | None = None
+    # whether payload(row) reads only pages in RAM (may run on the GUI thread); None: always
+    payload_in_ram: Callable[[int], bool] | None = None
     byte_range: Callable[[int], tuple[int, int]] | None = None  # (offset, size) in the file
     # exact key search, e.g. a stem through xxh64 + crash table -> matching row indices
     lookup: Callable[[str], np.ndarray] | None = None

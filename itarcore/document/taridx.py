@@ -143,6 +143,7 @@ def open_document(path: str, **options: object) -> Document:
         ],
         payload=payload,
         payload_available=lambda row: ds.has_shard(int(rows["fid"][row])),
+        payload_in_ram=None if index.is_remote else ds.payload_in_ram,
         byte_range=lambda row: (header.off_arr + row * RECORD_SIZE, RECORD_SIZE),
         lookup=lambda stem: ds.lookup_stem(stem),
         lookup_label="stem",

@@ -18,6 +18,7 @@ import numpy as np
 
 PAGE = mmap.PAGESIZE
 MADV_WILLNEED = 3
+MADV_DONTNEED = 4
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL
 
 
@@ -70,6 +71,53 @@ def pages_resident(pages: np.ndarray) -> bool:
         if mincore(page, PAGE, vec) != 0 or not vec.raw[0] & 1:
             return False
     return True
+
+
+def mapping_range_resident(mapping: mmap.mmap, offset: int, length: int) -> bool:
+    """Whether bytes [offset, offset+length) of a file mapping are all in RAM (one ``mincore`` call).
+
+    False off Linux, as :func:`pages_resident` answers."""
+    if _LIBC is None:
+        return False
+    end = min(len(mapping), offset + max(0, length))
+    if end <= offset:
+        return True
+    base = np.frombuffer(mapping, np.uint8).ctypes.data  # the buffer export ends with this line
+    first = (base + offset) // PAGE * PAGE
+    n_pages = (base + end - 1) // PAGE - first // PAGE + 1
+    vec = ctypes.create_string_buffer(n_pages)
+    if _LIBC[1](first, n_pages * PAGE, vec) != 0:
+        return False
+    return bool(np.all(np.frombuffer(vec.raw, np.uint8, n_pages) & 1))
+
+
+def populate_range(mapping: mmap.mmap, offset: int, length: int) -> None:
+    """Bring bytes [offset, offset+length) of a file mapping into RAM without holding the GIL (as
+    :func:`populate`, in two calls for the whole range), so copying them afterwards does not wait for the
+    disk while it holds the GIL, which would stall every other thread (the GUI) for the read's length."""
+    end = min(len(mapping), offset + max(0, length))
+    if _LIBC is None or end <= offset:
+        return
+    base = np.frombuffer(mapping, np.uint8).ctypes.data
+    first = (base + offset) // PAGE * PAGE
+    size = base + end - first
+    madvise = _LIBC[0]
+    madvise(first, size, MADV_WILLNEED)
+    madvise(first, size, MADV_POPULATE_READ)
+
+
+def release_elements(values: np.ndarray, start: int, stop: int) -> None:
+    """Drop the pages under ``values[start:stop]`` from this process (a file mapping's; the page cache
+    keeps them, a later read maps them again), so a pass over a huge mapped column keeps RSS bounded.
+
+    Pages at the ends shared with neighbours go too: reading those again costs a minor fault, never
+    wrong bytes (the mapping is read-only and backed by the file)."""
+    if _LIBC is None or stop <= start or not in_file_mapping(values):
+        return
+    first = values.ctypes.data + start * values.strides[0]
+    last = values.ctypes.data + (stop - 1) * values.strides[0] + values.itemsize - 1
+    lo, hi = min(first, last) // PAGE * PAGE, (max(first, last) // PAGE + 1) * PAGE
+    _LIBC[0](lo, hi - lo, MADV_DONTNEED)
 
 
 def read_if_cached(path: str | os.PathLike[str], offset: int, length: int) -> bytes | None:

@@ -38,6 +38,12 @@ class OffGuiThread:
                     getattr(mod, name, None) is original:
                 self.monkeypatch.setattr(mod, name, wrapper)
 
+    def watch_method(self, cls: type, name: str, hold: bool = False) -> None:
+        """As :meth:`watch`, for a method of ``cls`` (every instance's calls)."""
+        if hold:
+            self.holding.add(name)
+        self.monkeypatch.setattr(cls, name, self._wrap(name, getattr(cls, name)))
+
     def _enter(self, name: str) -> None:
         on_gui = threading.current_thread() is threading.main_thread()
         self.calls.append((name, on_gui))

@@ -156,3 +156,44 @@ def test_missing_shard_shows_errors_not_crash(qtbot, webds, tmp_path):
     w.grab().save(str(tmp_path / "samples_missing.png"))
     w.shutdown()
     dataset.close()
+
+
+def test_a_cold_local_folds_names_and_members_are_read_by_workers(qtbot, monkeypatch, tmp_path):
+    """Pages not in RAM (forced here; the answer is checked against the kernel in test_residency.py):
+    the list says "…" and the cards "loading…" while workers read; the GUI thread reads no name."""
+    from off_gui_thread import OffGuiThread, event_loop_answers
+
+    from itarcore import dataset as dataset_module
+
+    monkeypatch.setattr(dataset_module, "mapping_range_resident", lambda *a: False)
+    spy = OffGuiThread(monkeypatch)
+    spy.watch_method(Dataset, "stem_names", hold=True)
+    spy.watch_method(Dataset, "member_names", hold=True)
+    dataset = Dataset.open(INDEX)
+    w = SamplesPanel(Document(str(INDEX), "taridx", "TARIDX", [], [], source=dataset))
+    qtbot.addWidget(w)
+    w.resize(1000, 420)
+    try:
+        with qtbot.waitSignal(w.samplesReady, timeout=10_000):
+            w.show()
+        w.list.viewport().repaint()  # the list asks for its visible names
+        spy.wait_held(qtbot)
+        assert w.model.data(w.model.index(0)).endswith("…")
+        assert w.cards.header.text().endswith("loading…")
+        assert event_loop_answers(qtbot)
+        with qtbot.waitSignal(w.sampleShown, timeout=10_000):
+            spy.release()
+        qtbot.waitUntil(lambda: 0 in w.model.names, timeout=10_000)
+        spy.assert_none_on_gui_thread()
+        names = tar_names_by_offset()
+        rows = w.groups.rows_of(0)
+        expected = [names[int(r["fid"])][int(r["offset"])] for r in dataset.index.rows[rows]]
+        assert [c.member.name for c in w.cards.cards] == expected
+        stem = expected[0].rsplit("/", 1)[-1].partition(".")[0]
+        assert w.model.names[0] == stem and w.cards.header.text().startswith(f"<b>{stem}</b>")
+        assert w.model.data(w.model.index(0)) == f"0  {w.model.names[0]}"
+        w.grab().save(str(tmp_path / "samples_cold.png"))
+    finally:
+        spy.release()
+        w.shutdown()
+        dataset.close()

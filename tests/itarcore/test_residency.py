@@ -7,7 +7,15 @@ import os
 import numpy as np
 import pytest
 
-from itarcore.storage.residency import element_pages, in_file_mapping, pages_resident, populate, read_if_cached
+from itarcore.storage.residency import (
+    element_pages,
+    in_file_mapping,
+    mapping_range_resident,
+    pages_resident,
+    populate,
+    populate_range,
+    read_if_cached,
+)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "RWF_NOWAIT"), reason="needs Linux preadv2(RWF_NOWAIT)")
 
@@ -56,4 +64,25 @@ def test_residency_agrees_with_the_kernel_before_and_after_eviction_and_populate
         assert column[index].tolist() == values[index].tolist()
     finally:
         del column
+        mapping.close()
+
+
+def test_a_mapped_byte_range_is_resident_as_the_kernel_says(tmp_path):
+    path = tmp_path / "member.bin"
+    path.write_bytes(os.urandom(3 << 20))  # a 3 MiB payload
+    with open(path, "rb") as fh:
+        mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        assert mapping_range_resident(mapping, 5, 2 << 20)  # just written: in the page cache
+        assert mapping_range_resident(mapping, len(mapping), 10)  # nothing to read
+        evict(path, mapping)
+        for offset in (0, 1 << 20, (3 << 20) - 1):  # one answer for the range: every page of it
+            if not cached_by_kernel(path, offset):
+                assert not mapping_range_resident(mapping, 0, 3 << 20)
+        assert mapping_range_resident(mapping, 4096, 100) == cached_by_kernel(path, 4096)
+        populate_range(mapping, 1 << 20, 1 << 20)  # read in without the GIL
+        assert mapping_range_resident(mapping, 1 << 20, 1 << 20) and cached_by_kernel(path, (2 << 20) - 1)
+        bytes(mapping[:])  # read in
+        assert mapping_range_resident(mapping, 0, 3 << 20)
+    finally:
         mapping.close()

@@ -2,7 +2,8 @@
 
 A QListView lays out every entry of its model on the GUI thread, so the model holds a
 window of samples around the current one. Stems are read for visible entries only; a
-remote fold's stems are read by a worker (entries say "…" until they arrive).
+remote fold's stems, and a local fold's whose pages are not in RAM, are read by a worker
+(entries say "…" until they arrive); names in RAM are read at once.
 """
 from __future__ import annotations
 
@@ -41,16 +42,24 @@ class SampleListModel(QAbstractListModel):
         if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
             return None
         sample = self.base + index.row()
-        name = self._fetch_names(sample) if self.background and sample not in self.names else self.stem(sample)
+        cold = sample not in self.names and (self.background or sample in self._pending or
+                                             not self.dataset.rows_in_ram(self._first_rows(self._batch(sample))))
+        name = self._fetch_names(sample) if cold else self.stem(sample)
         if role == Qt.ItemDataRole.ToolTipRole:
             rows = self.groups.rows_of(sample)
             return f"sample {sample:,} · {len(rows)} member(s) · first row {int(rows[0]):,}"
         return f"{sample:,}  {name}"
 
+    def _batch(self, sample: int) -> range:
+        return range(sample, min(sample + NAME_BATCH, self.n_samples))
+
+    def _first_rows(self, samples: range | list[int]) -> np.ndarray:
+        return np.array([int(self.groups.rows_of(s)[0]) for s in samples], dtype=np.int64)
+
     def stem(self, sample: int) -> str:
         name = self.names.get(sample)
         if name is None:
-            self.resolve(range(sample, min(sample + NAME_BATCH, self.n_samples)))
+            self.resolve(self._batch(sample))
             name = self.names.get(sample, "?")
         return name
 
@@ -60,9 +69,8 @@ class SampleListModel(QAbstractListModel):
             self._store(self._names_of(todo))
 
     def _names_of(self, todo: list[int]) -> dict[int, str]:
-        first_rows = np.array([int(self.groups.rows_of(s)[0]) for s in todo], dtype=np.int64)
         try:
-            stems = self.dataset.stem_names(first_rows)
+            stems = self.dataset.stem_names(self._first_rows(todo))
         except (ItarError, OSError):  # a missing or damaged shard: show the hash instead
             stems = [""] * len(todo)
         # '' means the shard is missing: the hash still tells samples apart
@@ -75,8 +83,7 @@ class SampleListModel(QAbstractListModel):
 
     def _fetch_names(self, sample: int) -> str:
         if sample not in self._pending:
-            todo = [s for s in range(sample, min(sample + NAME_BATCH, self.n_samples))
-                    if s not in self.names and s not in self._pending]
+            todo = [s for s in self._batch(sample) if s not in self.names and s not in self._pending]
             self._pending.update(todo)
             worker = JobWorker(self._names_of, todo, pass_progress=False)
             worker.returned.connect(self._names_arrived)  # a bound slot: dropped if this model is deleted
@@ -88,6 +95,12 @@ class SampleListModel(QAbstractListModel):
         self._pending.difference_update(names)
         if self.rowCount():
             self.dataChanged.emit(self.index(0), self.index(self.rowCount() - 1))
+
+    def stop(self) -> None:
+        """The fold is closing: list nothing more (a paint after this reads no name)."""
+        self.beginResetModel()
+        self.n_samples = self.base = 0
+        self.endResetModel()
 
     def ensure_visible(self, sample: int) -> int:
         """Re-base the window so ``sample`` is in it; returns its list row."""

@@ -80,7 +80,7 @@ class SamplesPanel(FormatPanel):
         self.list.setMaximumWidth(260)  # the member cards, not the list, need the dock's width
         self.cards = SampleCards()
         self.cards.rowClicked.connect(lambda row: self.selectRows.emit("rows", np.array([row], dtype=np.int64)))
-        self.cards.cardsReady.connect(lambda: self.sampleShown.emit(self.current))
+        self.cards.cardsReady.connect(self._on_cards_ready)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.list)
         split.addWidget(self.cards)
@@ -186,6 +186,8 @@ class SamplesPanel(FormatPanel):
         """Cancel without waiting: closing a document never waits for a grouping pass."""
         self._closed = True
         self._set_navigation_enabled(False)
+        if self.model is not None:
+            self.model.stop()
         if self._worker is not None:
             self._worker.detach()  # never emits into this closing panel
             self._worker = None
@@ -276,13 +278,16 @@ class SamplesPanel(FormatPanel):
     # -- cards -----------------------------------------------------------------------------
     def _show_cards(self, sample: int) -> None:
         rows = np.asarray(self.groups.rows_of(sample), dtype=np.int64)
-        if self.model is not None and self.model.background:  # names, sizes and bytes: all in the worker
+        # a remote fold, or local pages not in RAM: names, sizes and bytes all come from the worker
+        if self.model is not None and (self.model.background or not self.dataset.rows_in_ram(rows)):
             stem = self.model.names.get(sample, f"sample {sample:,}")
             header = f"<b>{_escape(stem)}</b> · sample {sample:,} · {len(rows)} member(s) · rows {_row_span(rows)}"
             self.cards.show_sample(header, rows, [], [], [], self.dataset.read_payload, describe=self._describe,
                                    read_many=self.dataset.read_payloads)
             return
-        stem = self.model.stem(sample) if self.model is not None else ""
+        if self.model is not None:
+            self.model.resolve([sample])  # its first row is among ``rows``: in RAM (its neighbours may not be)
+        stem = self.model.names.get(sample, "?") if self.model is not None else ""
         header = (f"<b>{_escape(stem)}</b> · sample {sample:,} · {len(rows)} member(s) · "
                   f"rows {_row_span(rows)}")
         try:
@@ -293,8 +298,17 @@ class SamplesPanel(FormatPanel):
         sizes = [int(s) for s in self.dataset.index.rows["size"][rows]]
         self.cards.show_sample(header, rows, names, exts, sizes, self.dataset.read_payload)
 
+    def _on_cards_ready(self) -> None:
+        # cards read by a worker before the stem was known: the first member's name gives it (as split_name)
+        unnamed = f"<b>sample {self.current:,}</b>"
+        header, members = self.cards.header.text(), self.cards.members
+        if header.startswith(unnamed) and members and members[0].name:
+            stem = members[0].name.rsplit("/", 1)[-1].partition(".")[0]
+            self.cards.header.setText(f"<b>{_escape(stem)}</b>" + header[len(unnamed):])
+        self.sampleShown.emit(self.current)
+
     def _describe(self, rows: np.ndarray) -> tuple[list[str], list[str], list[int]]:
-        """Names, extensions and sizes of a sample's rows (a worker's job for a remote fold)."""
+        """Names, extensions and sizes of a sample's rows (a worker's job for a remote or cold fold)."""
         try:
             names = list(self.dataset.member_names(rows))
         except (ItarError, OSError):
