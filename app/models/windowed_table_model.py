@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QThreadPool, Signal
 
+from app.models.cell_reads import read_block_job, resolve, resolve_job
 from app.models.row_block import RowBlock, block_resident, mapped_columns, read_block
 from app.workers import JobWorker
 from itarcore.document import Column, Table
@@ -238,7 +239,7 @@ class WindowedTableModel(QAbstractTableModel):
             self._set_block(read_block(self._columns, self._mapped, first, src, in_ram=True))
             return
         self._block_reading = (first, last)
-        self._start_fetch(_read_block_job, self._block_fetched, self._columns, self._mapped, first, src)
+        self._start_fetch(read_block_job, self._block_fetched, self._columns, self._mapped, first, src)
 
     def _set_block(self, block: RowBlock) -> None:
         self._block = block
@@ -289,7 +290,7 @@ class WindowedTableModel(QAbstractTableModel):
         if src in cache:
             return cache[src]
         rows = self._rows_around(view_row)
-        self._store(col, rows, _resolve(self._columns[col], rows))
+        self._store(col, rows, resolve(self._columns[col], rows))
         return cache.get(src)
 
     def _rows_around(self, view_row: int) -> np.ndarray:
@@ -321,7 +322,7 @@ class WindowedTableModel(QAbstractTableModel):
 
     def _fetch(self, col: int, rows: np.ndarray) -> None:
         self._fetching[col].update(rows.tolist())
-        self._start_fetch(_resolve_job, self._fetched, col, self._columns[col], rows)
+        self._start_fetch(resolve_job, self._fetched, col, self._columns[col], rows)
 
     def _start_fetch(self, job: Callable[..., Any], on_result: Callable[[Any], None], *args: Any) -> None:
         """Run ``job(serial, *args)`` on the model's one reading thread; ``on_result`` gets what it returns."""
@@ -372,7 +373,7 @@ class WindowedTableModel(QAbstractTableModel):
             cache, missing = self._lazy[col], object()
             values = [cache.get(r, missing) for r in src.tolist()]
             todo = [i for i, v in enumerate(values) if v is missing]
-            for i, v in zip(todo, _resolve(self._columns[col], src[todo]) if todo else []):
+            for i, v in zip(todo, resolve(self._columns[col], src[todo]) if todo else []):
                 values[i] = v
         else:
             values = self._columns[col].values[src]  # type: ignore[index]
@@ -438,22 +439,3 @@ class WindowedTableModel(QAbstractTableModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         return _FLAGS
-
-
-def _read_block_job(serial: int, columns: list[Column], cols: list[int], first: int,
-                    src: np.ndarray) -> tuple[int, RowBlock | None]:
-    try:
-        return serial, read_block(columns, cols, first, src)
-    except Exception:  # noqa: BLE001 - a failed read leaves placeholders, never a broken paint
-        return serial, None
-
-
-def _resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tuple[int, int, np.ndarray, list[Any]]:
-    return serial, col, rows, _resolve(column, rows)
-
-
-def _resolve(column: Column, rows: np.ndarray) -> list[Any]:
-    try:
-        return list(column.get(rows))
-    except Exception as exc:  # noqa: BLE001 - a bad row must not break painting
-        return [f"⚠ {exc}"] * len(rows)
