@@ -197,3 +197,27 @@ def test_a_cold_local_folds_names_and_members_are_read_by_workers(qtbot, monkeyp
         spy.release()
         w.shutdown()
         dataset.close()
+
+
+def test_a_stem_search_without_a_key_index_scans_in_a_worker(qtbot, panel, monkeypatch):
+    """Without the key index a lookup scans every row's key (seconds at 1B rows): never on the GUI thread."""
+    from off_gui_thread import OffGuiThread, event_loop_answers
+
+    from app.views.formats.taridx import samples_panel
+
+    stem = PAIRS[0][1]
+    monkeypatch.setattr(samples_panel, "SYNC_SCAN_ROWS", panel.dataset.n_rows - 1)  # a fold "too large" to scan here
+    spy = OffGuiThread(monkeypatch)
+    spy.watch_method(Dataset, "scan_key", hold=True)
+    try:
+        panel.dataset.key_index = None  # as while it builds, or where none could be written
+        assert panel.find(stem) == -1  # the answer follows in sampleFound
+        spy.wait_held(qtbot)
+        assert event_loop_answers(qtbot)
+        with qtbot.waitSignal(panel.sampleFound, timeout=10_000) as found:
+            spy.release()
+        spy.assert_none_on_gui_thread()
+        assert found.args[0] == panel.current >= 0
+        assert stems_of_current(panel) == {stem}
+    finally:
+        spy.release()

@@ -32,6 +32,10 @@ from app.workers import JobWorker
 from itarcore.document import Document
 from itarcore.errors import ItarError
 
+# Up to this many rows a lookup without the key index scans on the GUI thread (8 MB of keys: a few ms);
+# beyond, in a worker.
+SYNC_SCAN_ROWS = 1_000_000
+
 
 class SamplesPanel(FormatPanel):
     title = "Samples"
@@ -232,13 +236,15 @@ class SamplesPanel(FormatPanel):
     def find(self, text: str | None = None) -> int:
         """Go to the sample of stem ``text`` (exact), else the next listed name with that prefix; -1 if none.
 
-        A remote fold's lookup (it may read every row's key from the server) runs in a worker:
-        this returns -1 at once and ``sampleFound`` follows with the answer.
+        A lookup that may take long (a remote fold's, or a scan of a large fold's keys while it
+        has no key index: seconds at 1B rows) runs in a worker: this returns -1 at once and
+        ``sampleFound`` follows with the answer. Through the key index it answers at once.
         """
         query = self.search.text() if text is None else text
         if not query or self.model is None:
             return -1
-        if self.model.background:
+        scans_long = self.dataset.key_index is None and self.dataset.n_rows > SYNC_SCAN_ROWS
+        if self.model.background or scans_long:
             worker = JobWorker(_lookup, self.dataset, query, pass_progress=False)
             worker.returned.connect(self._lookup_answered)  # a bound slot: dropped if this panel is deleted
             worker.start()
