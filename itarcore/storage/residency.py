@@ -122,23 +122,26 @@ def release_elements(values: np.ndarray, start: int, stop: int) -> None:
 
 def read_if_cached(path: str | os.PathLike[str], offset: int, length: int) -> bytes | None:
     """File bytes [offset, offset+length) if the page cache holds them all, else None (nothing waits for the
-    disk: ``preadv2`` with ``RWF_NOWAIT``). Where the system cannot tell, they are read as usual."""
+    disk: ``preadv2`` with ``RWF_NOWAIT``). Where the system cannot tell (no ``RWF_NOWAIT``: Windows,
+    macOS; a file system that refuses it), the answer is None too: the caller reads in a worker."""
+    nowait = getattr(os, "RWF_NOWAIT", None)
+    if nowait is None:
+        return None
     with open(path, "rb", buffering=0) as fh:
         fd = fh.fileno()
         length = max(0, min(length, os.fstat(fd).st_size - offset))
-        nowait = getattr(os, "RWF_NOWAIT", None)
-        if nowait is not None and length:
-            buf = bytearray(length)
-            try:
-                n = os.preadv(fd, [buf], offset, nowait)
-            except BlockingIOError:
-                return None
-            except OSError as exc:
-                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                    raise
-            else:
-                return bytes(buf) if n == length else None
-        return os.pread(fd, length, offset)
+        if not length:
+            return b""
+        buf = bytearray(length)
+        try:
+            n = os.preadv(fd, [buf], offset, nowait)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            return None
+        return bytes(buf) if n == length else None
 
 
 def populate(pages: np.ndarray) -> None:

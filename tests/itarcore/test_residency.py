@@ -86,3 +86,13 @@ def test_a_mapped_byte_range_is_resident_as_the_kernel_says(tmp_path):
         assert mapping_range_resident(mapping, 0, 3 << 20)
     finally:
         mapping.close()
+
+
+def test_without_rwf_nowait_nothing_is_read_and_the_caller_goes_to_its_worker(tmp_path, monkeypatch):
+    """Windows and macOS have no RWF_NOWAIT (Windows not even pread): "cannot tell" must not read on the caller's thread."""
+    path = tmp_path / "bytes.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    assert read_if_cached(path, 10, 4) == bytes(range(10, 14))  # just written: in the page cache
+    monkeypatch.delattr(os, "RWF_NOWAIT")
+    monkeypatch.delattr(os, "pread")
+    assert read_if_cached(path, 10, 4) is None
