@@ -110,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     from app.style import app_icon, apply_theme
     from app.views.main_window import MainWindow
     from app.views.settings import APPLICATION, ORGANISATION
+    from itarcore.limits import raise_open_file_limit
 
     if os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
         quiet_offscreen_noise()
+    raise_open_file_limit()  # a fold of thousands of shards maps them at once
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName(ORGANISATION)
     app.setApplicationName(APPLICATION)

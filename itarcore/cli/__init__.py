@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..errors import ItarError
 from ..formats import detect_format, format_of, unsupported_reason
+from ..limits import raise_open_file_limit
 from ..storage import RangedSource, is_url, scrub, secret_values
 from .remote import add_storage_options, local_file, renamed, shown, storage_options
 
@@ -222,6 +223,7 @@ def entry_point() -> None:
     # No command does linear algebra, and OpenBLAS's thread pool, started by `import numpy`,
     # costs a sixth of that import (and its idle threads then poll); a user's setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    raise_open_file_limit()  # a fold of thousands of shards maps them at once
     try:
         code = main()
         sys.stdout.flush()
