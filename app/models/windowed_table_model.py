@@ -245,7 +245,9 @@ class WindowedTableModel(QAbstractTableModel):
         self._block = block
         if not self._placeholders:
             return
-        self._placeholders = False
+        top, rows = self._screen
+        if block.covers(top, max(top, min(self.n_view, top + rows))):
+            self._placeholders = False  # else a block read before a jump landed: the screen still waits
         lo, hi = max(block.first, self.window_start), min(block.stop, self.window_start + self.window_rows)
         if hi > lo:
             self.dataChanged.emit(self.index(lo - self.window_start, self._mapped[0]),

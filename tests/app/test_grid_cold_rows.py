@@ -49,6 +49,16 @@ def truth(path: Path) -> np.ndarray:
 
 @pytest.fixture
 def cold_tab(qtbot, tmp_path, monkeypatch):
+    yield from _cold_tab(qtbot, tmp_path, monkeypatch, with_lazy_columns=True)
+
+
+@pytest.fixture
+def cold_tab_mapped_only(qtbot, tmp_path, monkeypatch):
+    """As ``cold_tab`` without the Stem column: nothing but the block reads repaints the grid."""
+    yield from _cold_tab(qtbot, tmp_path, monkeypatch, with_lazy_columns=False)
+
+
+def _cold_tab(qtbot, tmp_path, monkeypatch, with_lazy_columns: bool):
     from app.views.table_tab import TableTab
     from itarcore.document import open_document
 
@@ -57,7 +67,8 @@ def cold_tab(qtbot, tmp_path, monkeypatch):
     doc = open_document(str(path))
     table = doc.table("rows")
     table.columns = [dataclasses.replace(c, values=c.values.view(ThreadRecordingArray))
-                     if isinstance(c.values, np.ndarray) else c for c in table.columns]
+                     if isinstance(c.values, np.ndarray) else c for c in table.columns
+                     if with_lazy_columns or not c.lazy]
     ThreadRecordingArray.gui_reads = []
     monkeypatch.setattr(windowed_table_model, "block_resident", lambda *a: False)  # the file is "cold"
     spy = OffGuiThread(monkeypatch)
@@ -151,3 +162,23 @@ def test_a_warm_index_paints_its_rows_at_once(qtbot, tmp_path):
     finally:
         tab.shutdown()
         doc.close()
+
+
+def test_a_block_read_before_a_jump_does_not_leave_the_new_screen_waiting(qtbot, cold_tab_mapped_only):
+    """The first screen's read lands after the user jumped far away (out of Qt's window): the new screen's
+    placeholders are repainted when its own block lands, not forgotten."""
+    tab, spy, rows = cold_tab_mapped_only
+    spy.wait_held(qtbot)  # the first screen's read, held
+    tab.grid.scrollbar.setValue(N_ROWS // 2)
+    assert set(painted(tab, screen(tab), "Size")) == {PENDING}
+    m = tab.model
+    size_col = [c.title for c in m.table.columns].index("Size")
+    changed: list[tuple[int, int, int, int]] = []
+    m.dataChanged.connect(lambda a, b, *_: changed.append((a.row(), b.row(), a.column(), b.column())))
+    spy.release()  # the old block lands, then the new screen's block is read and lands (no paint between)
+    qtbot.waitUntil(lambda: not m.fetching and m._block is not None and m._block.covers(
+        screen(tab).start, screen(tab).stop), timeout=30_000)
+    first, last = screen(tab).start - m.window_start, screen(tab).stop - 1 - m.window_start
+    assert any(r0 <= first and last <= r1 and c0 <= size_col <= c1 for r0, r1, c0, c1 in changed), changed
+    shown = [m.data(m.index(r - m.window_start, size_col)) for r in screen(tab)]
+    assert shown == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
