@@ -221,3 +221,33 @@ def test_a_stem_search_without_a_key_index_scans_in_a_worker(qtbot, panel, monke
         assert stems_of_current(panel) == {stem}
     finally:
         spy.release()
+
+
+def test_an_older_stem_searchs_late_answer_does_not_move_the_panel(qtbot, panel, monkeypatch):
+    """Search A (slow), then B: B's sample stays even when A's answer arrives last."""
+    import threading
+
+    from app.views.formats.taridx import samples_panel
+
+    first_stem, second_stem = PAIRS[0][0], PAIRS[1][0]
+    monkeypatch.setattr(samples_panel, "SYNC_SCAN_ROWS", panel.dataset.n_rows - 1)
+    panel.dataset.key_index = None
+    gates = {first_stem: threading.Event(), second_stem: threading.Event()}
+    real_lookup = samples_panel._lookup
+
+    def gated_lookup(dataset, query):
+        assert gates[query].wait(60)
+        return real_lookup(dataset, query)
+
+    monkeypatch.setattr(samples_panel, "_lookup", gated_lookup)
+    answered: list[str] = []
+    real_answered = SamplesPanel._lookup_answered
+    monkeypatch.setattr(SamplesPanel, "_lookup_answered",
+                        lambda self, answer: (answered.append(answer[0]), real_answered(self, answer)))
+    assert panel.find(first_stem) == -1 and panel.find(second_stem) == -1
+    with qtbot.waitSignal(panel.sampleFound, timeout=10_000):
+        gates[second_stem].set()
+    assert stems_of_current(panel) == {second_stem}
+    gates[first_stem].set()
+    qtbot.waitUntil(lambda: answered == [second_stem, first_stem], timeout=10_000)
+    assert stems_of_current(panel) == {second_stem}

@@ -108,6 +108,7 @@ class SamplesPanel(FormatPanel):
         find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self._set_navigation_enabled(False)
         self._closed = False
+        self._asked = ""  # the latest query sent to a worker: an older answer arriving later is dropped
         self._opened = False  # the user has looked at this panel (grouping started once)
 
     # -- grouping --------------------------------------------------------------------
@@ -243,6 +244,7 @@ class SamplesPanel(FormatPanel):
         query = self.search.text() if text is None else text
         if not query or self.model is None:
             return -1
+        self._asked = query
         scans_long = self.dataset.key_index is None and self.dataset.n_rows > SYNC_SCAN_ROWS
         if self.model.background or scans_long:
             worker = JobWorker(_lookup, self.dataset, query, pass_progress=False)
@@ -253,7 +255,7 @@ class SamplesPanel(FormatPanel):
         return self._go_to_found(*_lookup(self.dataset, query))
 
     def _lookup_answered(self, answer: tuple[str, np.ndarray | Exception]) -> None:
-        if self.model is not None and not self._closed:
+        if self.model is not None and not self._closed and answer[0] == self._asked:
             self.sampleFound.emit(self._go_to_found(*answer))
 
     def _go_to_found(self, query: str, rows: np.ndarray | Exception) -> int:
