@@ -114,3 +114,21 @@ def test_a_local_files_pages_in_ram_show_at_once_and_the_others_come_from_a_work
     qtbot.waitUntil(lambda: view.read(3 * PAGE, 16) is not None, timeout=5000)
     assert view.read(3 * PAGE, 16) == data[3 * PAGE:3 * PAGE + 16]
     assert threads and all(t is not threading.main_thread() for t in threads)
+
+
+def test_a_local_file_gone_since_it_was_opened_is_said_not_raised_in_the_paint(qtbot, pane, tmp_path):
+    from itarcore.storage.residency import read_if_cached
+
+    path = tmp_path / "gone.bin"
+    path.write_bytes(bytes(SIZE))
+
+    def read(offset: int, length: int) -> bytes:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
+
+    pane.set_source(read, SIZE, background=True, read_cached=lambda o, n: read_if_cached(path, o, n))
+    path.unlink()
+    assert pane.hex.read(8 * PAGE, 16) is None  # a page not read yet: nothing raised on the GUI thread, the worker is asked
+    qtbot.waitUntil(lambda: "Could not read bytes" in pane.caption.text(), timeout=5000)
+    assert str(path) in pane.caption.text() or "No such file" in pane.caption.text()

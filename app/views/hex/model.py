@@ -85,7 +85,10 @@ class PageCache:
             return pages
         rest = []
         for index in pages:
-            page = read_cached(index * PAGE, min(PAGE, self.size - index * PAGE))
+            try:
+                page = read_cached(index * PAGE, min(PAGE, self.size - index * PAGE))
+            except OSError:  # the file went away or fails: the loader reads it and reports the error
+                page = None
             if page is None:
                 rest.append(index)
             else:
