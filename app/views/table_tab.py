@@ -112,12 +112,14 @@ class TableTab(QWidget):
             self._partials.arrived.emit(g, kind, rows, n_total)  # worker thread -> GUI thread
 
         worker = self._run(compute_view, self.table, flt, self.sort_key, partial, self.first_rows,
-                           self.two_step_rows, on_result=lambda rows, g=gen: self._apply(g, rows), what=what)
+                           self.two_step_rows, on_result=lambda rows, g=gen: self._apply(g, rows), what=what,
+                           makes_view=True)
         worker.cancelled.connect(lambda g=gen: self._on_cancelled(g))
 
     def _start_generation(self) -> int:
         for w in self._workers:
-            w.quit()  # a newer request wins; the old result is dropped by its generation
+            if getattr(w, "makes_view", False):
+                w.quit()  # a newer request wins; the old result is dropped by its generation (a copy goes on)
         self._generation += 1
         self._early_shown = False
         return self._generation
@@ -148,7 +150,8 @@ class TableTab(QWidget):
         self.grid.show_sort_indicator(key.column if key else None, bool(key and key.descending))
         self.filter_bar.set_count(self.model.n_view, self.table.n_rows)
 
-    def _run(self, fn, *args, on_result, what: str) -> JobWorker:
+    def _run(self, fn, *args, on_result, what: str, makes_view: bool = False) -> JobWorker:
+        """Run ``fn`` in a worker; ``makes_view``: a filter or sort, replaced by a newer one and undone on error."""
         done = threading.Event()
 
         def job(*a, progress, cancel):
@@ -159,8 +162,9 @@ class TableTab(QWidget):
 
         worker = JobWorker(job, *args)
         worker.done_event = done  # type: ignore[attr-defined]
+        worker.makes_view = makes_view  # type: ignore[attr-defined]
         worker.returned.connect(on_result)
-        worker.errored.connect(self._on_error)
+        worker.errored.connect(self._on_error if makes_view else self._on_side_job_error)
         worker.progressed.connect(self.progressed)
         worker.finished.connect(lambda w=worker: self._on_finished(w))
         self._workers.append(worker)
@@ -177,6 +181,9 @@ class TableTab(QWidget):
     def _on_error(self, exc: BaseException) -> None:
         self._on_cancelled(self._generation)
         self.failed.emit(str(exc))
+
+    def _on_side_job_error(self, exc: BaseException) -> None:
+        self.failed.emit(str(exc))  # a copy or export failed: the view stays as it is
 
     def _apply(self, generation: int, rows: np.ndarray | None) -> None:
         if generation != self._generation:

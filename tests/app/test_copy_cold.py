@@ -109,3 +109,20 @@ def test_a_cold_selection_is_copied_by_a_worker_that_can_be_cancelled(qtbot, row
         spy.release()
     spy.assert_none_on_gui_thread()
     assert QGuiApplication.clipboard().text() == "before"
+
+
+def test_a_copy_under_way_survives_a_sort_started_meanwhile(qtbot, rows_tab, monkeypatch):
+    """A sort replaces an older sort or filter, never a copy: the copy still reaches the clipboard."""
+    window, tab = rows_tab
+    monkeypatch.setattr(windowed_table_model, "block_resident", lambda *a: False)  # the index is "cold"
+    spy = OffGuiThread(monkeypatch)
+    spy.watch(selection_copy, "selection_text", hold=True)
+    select_rows(tab, 100, 399)
+    window.actions_.copy_selection()
+    spy.wait_held(qtbot)
+    with qtbot.waitSignal(tab.viewApplied, timeout=30_000):
+        tab.sort_by("Size")
+    with qtbot.waitSignal(tab.copied, timeout=30_000):
+        spy.release()
+    assert QGuiApplication.clipboard().text().split("\n") == truth_lines(range(100, 400))
+    assert tab.sort_key is not None and tab.sort_key.column == "Size"  # and the sort went through too
