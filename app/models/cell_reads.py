@@ -1,9 +1,10 @@
-"""What the grid model's worker thread runs: a block of mapped rows, a batch of lazy values.
+"""What the grid model's worker thread runs (a block of mapped rows, a batch of lazy values), and cell text.
 
-Neither raises: a failed read leaves placeholders, a bad row shows its error in the cell. No Qt here.
+Neither raises: a failed read or a bad row shows its error in the cells. No Qt here.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,12 +14,13 @@ from itarcore.document import Column
 
 
 def read_block_job(serial: int, columns: list[Column], cols: list[int], first: int,
-                   src: np.ndarray) -> tuple[int, RowBlock | None]:
-    """Rows ``src`` (view rows from ``first``) of columns ``cols``, tagged with the request's serial; None if the read failed."""
+                   src: np.ndarray) -> tuple[int, RowBlock | str]:
+    """Rows ``src`` (view rows from ``first``) of columns ``cols``, tagged with the request's serial; the
+    error's text instead if the read failed (the cells show it)."""
     try:
         return serial, read_block(columns, cols, first, src)
-    except Exception:  # noqa: BLE001 - a failed read leaves placeholders, never a broken paint
-        return serial, None
+    except Exception as exc:  # noqa: BLE001 - a failed read is shown in its cells, never a broken paint
+        return serial, f"could not read these rows: {exc}"
 
 
 def resolve_job(serial: int, col: int, column: Column, rows: np.ndarray) -> tuple[int, int, np.ndarray, list[Any]]:
@@ -32,3 +34,18 @@ def resolve(column: Column, rows: np.ndarray) -> list[Any]:
         return list(column.get(rows))
     except Exception as exc:  # noqa: BLE001 - a bad row must not break painting
         return [f"⚠ {exc}"] * len(rows)
+
+
+def cell_formatter(col: Column) -> Callable[[Any], str]:
+    """How a value of ``col`` is painted: enum labels, 16 hex digits, sizes with thousands separators."""
+    if col.kind == "enum" and col.labels is not None:
+        labels = list(col.labels)
+        n = len(labels)
+        return lambda v: labels[int(v)] if 0 <= int(v) < n else str(int(v))
+    if col.kind == "hex":
+        return lambda v: f"{int(v):016x}"
+    if col.kind == "size":
+        return lambda v: f"{int(v):,}"
+    if col.kind == "int":
+        return lambda v: str(int(v))
+    return col.format

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QThreadPool, Signal
 
-from app.models.cell_reads import read_block_job, resolve, resolve_job
+from app.models.cell_reads import cell_formatter, read_block_job, resolve, resolve_job
 from app.models.row_block import RowBlock, block_resident, mapped_columns, read_block
 from app.workers import JobWorker
 from itarcore.document import Column, Table
@@ -71,7 +71,7 @@ class WindowedTableModel(QAbstractTableModel):
         self.lazy_chunk = 64  # lazy values fetched per miss; the grid sets it to a viewport of rows
         # formatter, alignment and source chosen once per column, never per cell
         self._columns: list[Column] = list(table.columns)
-        self._formatters: list[Callable[[Any], str]] = [self._formatter(c) for c in self._columns]
+        self._formatters: list[Callable[[Any], str]] = [cell_formatter(c) for c in self._columns]
         self._align = [_RIGHT if c.kind in _NUMERIC else _LEFT for c in self._columns]
         self._lazy: dict[int, OrderedDict[int, Any]] = {
             i: OrderedDict() for i, c in enumerate(self._columns) if c.lazy
@@ -86,23 +86,10 @@ class WindowedTableModel(QAbstractTableModel):
         self._mapped_set = set(self._mapped)
         self._block: RowBlock | None = None
         self._block_reading: tuple[int, int] | None = None  # view rows a worker is reading
+        self._block_error: tuple[int, int, str] | None = None  # view rows whose read failed, and why
         self._screen = (0, self.lazy_chunk)  # (top view row, rows) as the grid last named them
         self._placeholders = False  # a mapped cell was painted as PENDING since the last block
         self.margin_screens = MARGIN_SCREENS
-
-    @staticmethod
-    def _formatter(col: Column) -> Callable[[Any], str]:
-        if col.kind == "enum" and col.labels is not None:
-            labels = list(col.labels)
-            n = len(labels)
-            return lambda v: labels[int(v)] if 0 <= int(v) < n else str(int(v))
-        if col.kind == "hex":
-            return lambda v: f"{int(v):016x}"
-        if col.kind == "size":
-            return lambda v: f"{int(v):,}"
-        if col.kind == "int":
-            return lambda v: str(int(v))
-        return col.format
 
     # ---- view rows and the window -------------------------------------------------
     @property
@@ -217,6 +204,7 @@ class WindowedTableModel(QAbstractTableModel):
         """After the view rows changed: keep the block only if its rows are still where they were."""
         if self._block is not None and not self._block_valid(self._block):
             self._block = None
+        self._block_error = None  # other rows now: worth another read
 
     def _plan_block(self, view_row: int | None = None) -> None:
         """Read a new block if the screen (and half a margin each side) is not in hand or on its way."""
@@ -231,6 +219,9 @@ class WindowedTableModel(QAbstractTableModel):
         need = (max(0, top - margin // 2), min(n, stop + margin // 2))
         if need[1] <= need[0] or (self._block is not None and self._block.covers(*need)):
             return
+        failed = self._block_error
+        if failed is not None and failed[0] <= need[0] and need[1] <= failed[1]:
+            return  # these rows failed to read: their cells say why; no read again on every paint
         if self._block_reading is not None:
             return  # one read at a time: when it lands, the screen is planned again
         first, last = max(0, top - margin), min(n, stop + margin)
@@ -248,18 +239,25 @@ class WindowedTableModel(QAbstractTableModel):
         top, rows = self._screen
         if block.covers(top, max(top, min(self.n_view, top + rows))):
             self._placeholders = False  # else a block read before a jump landed: the screen still waits
-        lo, hi = max(block.first, self.window_start), min(block.stop, self.window_start + self.window_rows)
+        if self._repaint_mapped(block.first, block.stop):
+            self.rowsFetched.emit()
+
+    def _repaint_mapped(self, first: int, stop: int) -> bool:
+        """Have the mapped cells of view rows ``first .. stop`` painted again; whether any is in Qt's window."""
+        lo, hi = max(first, self.window_start), min(stop, self.window_start + self.window_rows)
         if hi > lo:
             self.dataChanged.emit(self.index(lo - self.window_start, self._mapped[0]),
                                   self.index(hi - 1 - self.window_start, self._mapped[-1]))
-            self.rowsFetched.emit()
+        return hi > lo
 
-    def _block_fetched(self, result: tuple[int, RowBlock | None]) -> None:
+    def _block_fetched(self, result: tuple[int, RowBlock | str]) -> None:
         serial, block = result
         self._fetch_workers.pop(serial, None)
-        self._block_reading = None
-        if block is None:
-            return  # the read failed: the next scroll asks again
+        (first, last), self._block_reading = self._block_reading or (0, 0), None
+        if isinstance(block, str):  # the read failed: its rows say so; a scroll past them reads again
+            self._block_error = (first, last, block)
+            self._repaint_mapped(first, last)
+            return
         if self._block_valid(block):  # the view may have changed while it was read
             self._set_block(block)
         self._plan_block()  # the screen may have moved on meanwhile
@@ -271,6 +269,9 @@ class WindowedTableModel(QAbstractTableModel):
             self._plan_block(view_row)  # the rows may be in RAM: then they are read here and now
             block = self._block
             if block is None or not block.first <= view_row < block.stop:
+                failed = self._block_error
+                if failed is not None and failed[0] <= view_row < failed[1]:
+                    return f"⚠ {failed[2]}"
                 self._placeholders = True
                 return PENDING if self.source_row(view_row) >= 0 else ""
         value = block.values[col][view_row - block.first]

@@ -182,3 +182,30 @@ def test_a_block_read_before_a_jump_does_not_leave_the_new_screen_waiting(qtbot,
     assert any(r0 <= first and last <= r1 and c0 <= size_col <= c1 for r0, r1, c0, c1 in changed), changed
     shown = [m.data(m.index(r - m.window_start, size_col)) for r in screen(tab)]
     assert shown == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
+
+
+def test_a_failed_block_read_says_why_in_its_cells_and_is_not_retried_on_every_paint(qtbot, cold_tab_mapped_only,
+                                                                                     monkeypatch):
+    from app.models import cell_reads
+
+    tab, spy, rows = cold_tab_mapped_only
+    spy.wait_held(qtbot)  # the first screen's read: it succeeds once released
+    with qtbot.waitSignal(tab.model.rowsFetched, timeout=30_000):
+        spy.release()
+    attempts: list[int] = []
+
+    def failing_read(columns, cols, first, src, in_ram=False):
+        attempts.append(first)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cell_reads, "read_block", failing_read)
+    tab.grid.scrollbar.setValue(N_ROWS // 2)  # far away: a new block, whose read fails
+    painted(tab, screen(tab), "Size")
+    qtbot.waitUntil(lambda: not tab.model.fetching and bool(attempts), timeout=30_000)
+    for _ in range(3):
+        shown = painted(tab, screen(tab), "Size")
+    assert set(shown) == {"⚠ could not read these rows: [Errno 5] Input/output error"}
+    assert len(attempts) == 1  # painting again asks nothing more of the disk
+    monkeypatch.setattr(cell_reads, "read_block", row_block.read_block)
+    tab.grid.scrollbar.setValue(0)  # back to rows read before: their values, not the error
+    assert painted(tab, screen(tab), "Size") == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
