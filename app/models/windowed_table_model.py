@@ -185,6 +185,9 @@ class WindowedTableModel(QAbstractTableModel):
     def show_screen(self, top: int, rows: int) -> None:
         """The grid shows view rows ``top .. top + rows``: have them (and a margin) read."""
         self._screen = (max(0, int(top)), max(1, int(rows)))
+        failed = self._block_error
+        if failed is not None and not (failed[0] < top + rows and top < failed[1]):
+            self._block_error = None  # the user moved away from rows that failed: coming back reads them again
         self._plan_block()
 
     def _view_sources(self, first: int, stop: int) -> np.ndarray:
@@ -225,6 +228,7 @@ class WindowedTableModel(QAbstractTableModel):
         if self._block_reading is not None:
             return  # one read at a time: when it lands, the screen is planned again
         first, last = max(0, top - margin), min(n, stop + margin)
+        self._block_error = None  # other rows than those that failed: they may read now
         src = self._view_sources(first, last)
         if block_resident(self._columns, self._mapped, src):
             self._set_block(read_block(self._columns, self._mapped, first, src, in_ram=True))
@@ -254,7 +258,7 @@ class WindowedTableModel(QAbstractTableModel):
         serial, block = result
         self._fetch_workers.pop(serial, None)
         (first, last), self._block_reading = self._block_reading or (0, 0), None
-        if isinstance(block, str):  # the read failed: its rows say so; a scroll past them reads again
+        if isinstance(block, str):  # the read failed: its rows say so until the screen needs other rows
             self._block_error = (first, last, block)
             self._repaint_mapped(first, last)
             return

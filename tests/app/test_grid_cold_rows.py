@@ -209,3 +209,7 @@ def test_a_failed_block_read_says_why_in_its_cells_and_is_not_retried_on_every_p
     monkeypatch.setattr(cell_reads, "read_block", row_block.read_block)
     tab.grid.scrollbar.setValue(0)  # back to rows read before: their values, not the error
     assert painted(tab, screen(tab), "Size") == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
+    with qtbot.waitSignal(tab.model.rowsFetched, timeout=30_000):  # and the failed rows, visited again, read again
+        tab.grid.scrollbar.setValue(N_ROWS // 2)
+        painted(tab, screen(tab), "Size")
+    assert painted(tab, screen(tab), "Size") == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
