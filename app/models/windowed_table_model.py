@@ -190,9 +190,9 @@ class WindowedTableModel(QAbstractTableModel):
             self._block_error = None  # the user moved away from rows that failed: coming back reads them again
         self._plan_block()
 
-    def _view_sources(self, first: int, stop: int) -> np.ndarray:
-        """Source rows of view rows ``first .. stop``: -1 where a sort has not placed one, -2 past the end."""
-        v = np.arange(first, stop, dtype=np.int64)
+    def sources_of(self, v: np.ndarray) -> np.ndarray:
+        """Source rows of view rows ``v``: -1 where a sort has not placed one, -2 past the end."""
+        v = np.asarray(v, dtype=np.int64)
         if self.view_rows is None:
             return np.where(v < self.table.n_rows, v, -2)
         src = np.where(v < self.n_view, -1, -2)
@@ -201,7 +201,7 @@ class WindowedTableModel(QAbstractTableModel):
         return src
 
     def _block_valid(self, block: RowBlock) -> bool:
-        return np.array_equal(block.src, self._view_sources(block.first, block.stop))
+        return np.array_equal(block.src, self.sources_of(np.arange(block.first, block.stop)))
 
     def _check_block(self) -> None:
         """After the view rows changed: keep the block only if its rows are still where they were."""
@@ -229,7 +229,7 @@ class WindowedTableModel(QAbstractTableModel):
             return  # one read at a time: when it lands, the screen is planned again
         first, last = max(0, top - margin), min(n, stop + margin)
         self._block_error = None  # other rows than those that failed: they may read now
-        src = self._view_sources(first, last)
+        src = self.sources_of(np.arange(first, last))
         if block_resident(self._columns, self._mapped, src):
             self._set_block(read_block(self._columns, self._mapped, first, src, in_ram=True))
             return

@@ -374,13 +374,7 @@ class TableGrid(QWidget):
         for top, bottom, left, right in ranges:
             i0, i1 = np.searchsorted(lines, [top, bottom + 1])
             mask[i0:i1, at[left] : at[right] + 1] = True
-        view = self.model.window_start + lines
-        order = self.model.view_rows
-        rows = view.astype(np.int64)
-        if order is not None:  # rows a sort has not placed yet copy as empty
-            rows = np.full(len(view), -1, dtype=np.int64)
-            placed = view < len(order)
-            rows[placed] = order[view[placed]]
+        rows = self.model.sources_of(self.model.window_start + lines)  # -1: not placed by a sort yet, copied empty
         whole = len(cols) == self.model.columnCount() and bool(mask.all())
         titles = [self.model.table.columns[c].title for c in cols] if whole else None
         return CellSelection(rows, cols, mask, titles)

@@ -32,7 +32,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..formats.tar_fields import BLOCK
 from ..progress import CancelToken
-from ..storage.residency import libc_calls
+from ..storage.residency import MADV_POPULATE_READ, libc_calls  # an older kernel refuses it: pages fault in
 
 BATCH_BYTES = 32 << 20  # one sequential read-ahead run
 CHUNK_ROWS = 1 << 18  # rows ordered and checked at a time
@@ -40,7 +40,6 @@ POPULATE_AHEAD = 2  # runs faulted in ahead of the one the caller works on
 # runs of a shard in the page cache taken together: fewer, larger batches of numpy work and of page drops
 WARM_RUNS = 4
 RESIDENCY_PROBES = 16  # runs of a shard whose first, middle and last pages tell whether it is in the page cache
-MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL and the caller faults pages in itself
 
 
 @dataclass

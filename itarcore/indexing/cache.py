@@ -161,22 +161,23 @@ class ShardCache:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        self._drop_older_versions(target, identity.path_key)
+        drop_other_versions(str(target.parent), identity.path_key + "-", target.name)
         return target
-
-    def _drop_older_versions(self, kept: Path, path_key: str) -> None:
-        """Entries of earlier versions of the same shard: never read again, so the cache does not grow."""
-        prefix = path_key + "-"
-        with os.scandir(kept.parent) as found:
-            stale = [e.path for e in found if e.name.startswith(prefix) and e.name != kept.name]
-        for path in stale:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
 
     def entries(self) -> list[Path]:
         """Every entry file of this cache version (for tests, pruning and counts)."""
         root = self.folder / f"v{CACHE_VERSION}"
         return sorted(root.glob("*/*.members")) if root.is_dir() else []
+
+
+def drop_other_versions(folder: str, prefix: str, kept: str) -> None:
+    """Files in ``folder`` named ``prefix…`` other than ``kept``: earlier versions of the same shard's (or
+    fold's) entry, never read again, so the cache does not grow."""
+    with os.scandir(folder) as found:
+        stale = [e.path for e in found if e.name.startswith(prefix) and e.name != kept]
+    for path in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _encode(identity: ShardIdentity, members: ShardMembers) -> bytes:

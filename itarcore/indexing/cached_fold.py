@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ..atomic import atomic_write
 from ..formats.taridx_header import RECORD_SIZE
-from .cache import ENTRY_ARRAYS, ShardCache, ShardIdentity, entry_header
+from .cache import ENTRY_ARRAYS, ShardCache, ShardIdentity, drop_other_versions, entry_header
 from .discover import MAX_SHARDS
 
 _U16_PER_ROW = RECORD_SIZE // 2  # fid is a row's first u16
@@ -187,10 +187,7 @@ def _write_mark(path: str, n_runs: int) -> None:
         os.makedirs(folder, exist_ok=True)
         with atomic_write(path, durable=False) as fh:
             fh.write(b"%d" % n_runs)
-        with os.scandir(folder) as found:
-            stale = [e.path for e in found if e.name.startswith(prefix) and e.name != name]
-        for old in stale:
-            os.unlink(old)
+        drop_other_versions(folder, prefix, name)
     except OSError:  # only the next run's head start is lost
         pass
 
