@@ -28,7 +28,9 @@ def index_folds_cached(root: str | os.PathLike[str], folds: Sequence[str] | None
     """``index_folds(root, folds, output=output, cache=cache)`` (``if_exists="replace"``; ``contiguous``
     either way, since these folds are contiguous already), or None once a fold is not served from the cache.
 
-    Folds before that one are written, as the full job would have written them.
+    Every fold is merged before any is written, so a fold the cache cannot serve declines the whole
+    run up front; only the run check, made while a fold's file syncs, can still decline after earlier
+    folds were written (as the full job would have written them).
     """
     if is_url(os.fspath(root)) or (output is not None and is_url(os.fspath(output))):
         return None
@@ -40,13 +42,16 @@ def index_folds_cached(root: str | os.PathLike[str], folds: Sequence[str] | None
     if not chosen or any(f not in found for f in chosen) or (output is not None and len(chosen) != 1):
         return None
     total = sum(os.path.getsize(p) for f in chosen for p in found[f])
-    results: list[IndexResult] = []
+    merges = []
     for fold in chosen:
+        merged = merge_cached(found[fold], cache)
+        if merged is None:
+            return None  # before any fold is written
+        merges.append((fold, merged))
+    results: list[IndexResult] = []
+    for fold, merged in merges:
         started = time.perf_counter()
         shards = found[fold]
-        merged = merge_cached(shards, cache)
-        if merged is None:
-            return None
         target = Path(output) if output is not None else shards[0].parent / f"{fold}.taridx"
         try:
             write_taridx_records(target, merged.record_pieces(), merged.n_rows, merged.extensions, merged.crash_stems,
