@@ -131,7 +131,7 @@ class RemoteSession(QObject):
             return
         generation, self._preview_name = self._generation, name
         verb = "fetching" if self.source is not None else "reading from disk:"
-        self.w.preview.show_fetching(name, f"{verb}…")
+        self.w.preview.show_fetching(name, f"{verb.rstrip(':')}…")  # "reading from disk…" until the size is known
         worker = JobWorker(fetch_payload, table, row, verb=verb)
         worker.progressed.connect(lambda p, g=generation: self._fetch_said(g, p))
         worker.returned.connect(lambda payload, g=generation, k=key: self._fetched(g, k, payload))

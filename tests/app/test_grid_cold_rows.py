@@ -95,10 +95,12 @@ def screen(tab) -> range:
     return range(top, top + tab.grid.page_rows)
 
 
-def test_a_cold_index_paints_placeholders_then_its_own_rows_and_the_gui_thread_never_reads_them(qtbot, cold_tab):
+def test_a_cold_index_paints_placeholders_then_its_own_rows_and_the_gui_thread_never_reads_them(qtbot, cold_tab,
+                                                                                                tmp_path):
     tab, spy, rows = cold_tab
     spy.wait_held(qtbot)  # the first screen's read, in the worker
     assert set(painted(tab, screen(tab), "Size")) == {PENDING}
+    tab.grab().save(str(tmp_path / "grid_reading.png"))
     with qtbot.waitSignal(tab.model.rowsFetched, timeout=30_000):
         spy.release()
     assert painted(tab, screen(tab), "Size") == [f"{v:,}" for v in rows["size"][screen(tab)].tolist()]
@@ -185,7 +187,7 @@ def test_a_block_read_before_a_jump_does_not_leave_the_new_screen_waiting(qtbot,
 
 
 def test_a_failed_block_read_says_why_in_its_cells_and_is_not_retried_on_every_paint(qtbot, cold_tab_mapped_only,
-                                                                                     monkeypatch):
+                                                                                     monkeypatch, tmp_path):
     from app.models import cell_reads
 
     tab, spy, rows = cold_tab_mapped_only
@@ -205,6 +207,7 @@ def test_a_failed_block_read_says_why_in_its_cells_and_is_not_retried_on_every_p
     for _ in range(3):
         shown = painted(tab, screen(tab), "Size")
     assert set(shown) == {"⚠ could not read these rows: [Errno 5] Input/output error"}
+    tab.grab().save(str(tmp_path / "grid_read_failed.png"))
     assert len(attempts) == 1  # painting again asks nothing more of the disk
     monkeypatch.setattr(cell_reads, "read_block", row_block.read_block)
     tab.grid.scrollbar.setValue(0)  # back to rows read before: their values, not the error

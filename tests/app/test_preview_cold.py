@@ -43,7 +43,7 @@ def cold(qtbot, window, monkeypatch):
     spy.release()
 
 
-def test_a_cold_payload_is_read_by_a_worker_while_the_preview_says_so(qtbot, cold):
+def test_a_cold_payload_is_read_by_a_worker_while_the_preview_says_so(qtbot, cold, tmp_path):
     window, spy = cold
     ds = window.document.source
     row = 5
@@ -53,6 +53,7 @@ def test_a_cold_payload_is_read_by_a_worker_while_the_preview_says_so(qtbot, col
         assert window.preview.fetching
         assert event_loop_answers(qtbot) and window.preview.fetching
         assert not spy.ran("read_payload")
+        window.grab().save(str(tmp_path / "preview_reading.png"))
         spy.release()
     spy.assert_none_on_gui_thread()
     assert spy.ran("read_payload")
