@@ -12,6 +12,7 @@ from itarcore.storage import display_name, is_url
 SCREENSHOT_TIMEOUT_MS = 120_000
 # how long quitting waits for workers to reach a cancel check (passes check every chunk, well under this)
 EXIT_WAIT_MS = 300
+SIGNAL_CHECK_MS = 250  # how soon Ctrl+C in the terminal closes the window
 # harmless notes the offscreen platform prints for every window; they only bury real messages
 OFFSCREEN_NOISE = ("does not support propagateSizeHints",)
 
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot:
         return _screenshot(app, window, args)
     window.show()
+    close_on_terminal_signals(window)
     if args.demo:
         window.open_demo()
     elif args.file:
@@ -132,6 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     code = app.exec()
     window.shutdown()
     return _leave(int(code))
+
+
+def close_on_terminal_signals(window) -> None:
+    """Ctrl+C in the terminal (SIGINT) and SIGTERM close the window as its close button does.
+
+    Qt's event loop runs in C++, where Python never looks at a pending signal; a timer gives
+    Python a turn four times a second, so the handler runs at once rather than never."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: window.close())
+    timer = QTimer(window)  # owned by the window: it lives as long as the window
+    timer.timeout.connect(lambda: None)
+    timer.start(SIGNAL_CHECK_MS)
 
 
 def _leave(code: int) -> int:

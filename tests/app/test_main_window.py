@@ -384,3 +384,33 @@ def test_taridx_missing_shard_banner_and_disabled_preview(qtbot, window, webds):
     with qtbot.waitSignal(window.previewSettled, timeout=10_000):
         window.go_to_row(ok)
     assert window.preview.payload is not None
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_closes_the_window_and_the_app_exits_cleanly(tmp_path, sig):
+    """Qt's event loop never hands a pending Ctrl+C to Python by itself: the window must still close."""
+    import signal
+
+    child = ("import sys\n"
+             "from app.views.main_window import MainWindow\n"
+             "opened = MainWindow.open_demo\n"
+             "def open_demo(self):\n"
+             "    opened(self)\n"
+             "    print('ready', flush=True)\n"
+             "MainWindow.open_demo = open_demo\n"
+             "from app.main import main\n"
+             "sys.exit(main(['--demo']))\n")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", SETTINGS_ENV: str(tmp_path / "s.ini"),
+           "ITARCORE_CACHE_DIR": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.Popen([sys.executable, "-c", child], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(getattr(signal, sig))
+        _out, err = proc.communicate(timeout=60)  # a window that ignored it would still be open
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert err == ""
