@@ -8,7 +8,7 @@ moving the user's selection).
 
 Memory stays near 16 bytes a row (the order array plus one key-sized array): keys are
 read chunk by chunk from the table's column (often a view into a memory-mapped file),
-never as copies of whole records. Where a key's range and the row count fit in 64 bits
+once, never as copies of whole records. Where a key's range and the row count fit in 64 bits
 together, a row's key and position are packed into one uint64 ("composite"), so numpy's
 SIMD ``np.sort`` orders them stably, >10× faster than a stable ``argsort``.
 """
@@ -165,19 +165,45 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
     return pos if rows is None else rows[pos]
 
 
-def _key_range(sk: SortKeys, spans: list[tuple[int, int]], cancel: CancelToken | None) -> tuple[int, int] | None:
-    """(min, max) of the integer keys, or None for float keys."""
-    if sk.keys(0, 0).dtype.kind == "f":
-        return None
+def _keys_in_memory(sk: SortKeys, spans: list[tuple[int, int]], report: Callable[[int, int, str], None],
+                    steps: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Every key, read from the column once (its pages released behind), with the smallest and largest.
 
-    def span_range(span: tuple[int, int]) -> tuple[int, int]:
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        keys = sk.keys(*span)
-        return int(keys.min()), int(keys.max())
+    Returns (keys, buffer, lo, hi): ``buffer`` is a uint64 array of one element a row; 64-bit keys are
+    read straight into it (``keys`` is then a view of it), so packing them later needs no more memory."""
+    dtype = sk.keys(0, 0).dtype
+    buffer = np.empty(sk.n, np.uint64)
+    keys = buffer.view(dtype) if dtype.itemsize == 8 else np.empty(sk.n, dtype)
+    limits: list[tuple[int, int]] = [(0, 0)] * len(spans)
 
-    ranges = _parallel(span_range, spans)
-    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+    def read(ix: int) -> None:
+        i0, i1 = spans[ix]
+        part = keys[i0:i1]
+        part[...] = sk.keys(i0, i1)
+        limits[ix] = (part.min().item(), part.max().item())
+        report(ix + 1, steps, "reading keys")
+
+    _parallel(read, list(range(len(spans))))
+    return keys, buffer, min(lo for lo, _ in limits), max(hi for _, hi in limits)
+
+
+def _pack(keys: np.ndarray, buffer: np.ndarray, lo: int, pos_bits: int, spans: list[tuple[int, int]]) -> np.ndarray:
+    """``buffer`` filled with each row's key (less ``lo``) above its position: one uint64 a row, unique.
+
+    The arithmetic wraps modulo 2**64, which gives ``key - lo`` exactly for signed keys too."""
+    offset = np.uint64(lo % (1 << 64))
+
+    def pack(span: tuple[int, int]) -> None:
+        i0, i1 = span
+        part = buffer[i0:i1]
+        if keys.base is not buffer:
+            part[...] = keys[i0:i1]
+        part -= offset
+        part <<= np.uint64(pos_bits)
+        part |= np.arange(i0, i1, dtype=np.uint64)
+
+    _parallel(pack, spans)
+    return buffer
 
 
 def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
@@ -185,32 +211,18 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
                cancel: CancelToken | None = None, buckets: int = 16) -> np.ndarray:
     """The complete stable order of ``rows`` (None = all) by ``key``, as source row numbers.
 
-    A sample sort: splitters from a sample cut the keys into ``buckets`` ranges; one pass
-    notes each row's bucket (one byte a row), then the buckets are gathered and sorted in
-    two threads and written side by side into the order array.
+    Integer keys are read from the column once. Where a key's range and a row's position fit in
+    64 bits together (sizes, offsets, codes: nearly always), each row becomes one packed uint64
+    sorted in place by :func:`_sort_packed`: 8 bytes a row in all. Otherwise (float keys, hashes)
+    a sample sort: splitters from a sample cut the keys into ``buckets`` ranges; one pass notes
+    each row's bucket (one byte a row), then the buckets are gathered and sorted in two threads
+    and written side by side into the order array.
     """
     sk = SortKeys(table, key, rows)
     n = sk.n
     spans = sk.chunks()
-    key_range = _key_range(sk, spans, cancel) if n else None
     pos_bits = max(1, int(n).bit_length())
-    composite = key_range is not None and (key_range[1] - key_range[0]).bit_length() + pos_bits <= 64
-    lo = key_range[0] if key_range is not None else 0
-
-    def ordered_keys(i0: int, i1: int, pos: np.ndarray | None = None) -> np.ndarray:
-        """Keys of positions [i0, i1) (or of ``pos``), packed with their position when composite."""
-        if pos is None:
-            raw = sk.keys(i0, i1)
-            pos = np.arange(i0, i1, dtype=np.uint64)
-        else:
-            raw = sk.keys_at(pos)
-        if not composite:
-            return raw
-        packed = (raw.astype(np.int64) - lo).astype(np.uint64) if raw.dtype.kind == "i" else \
-            raw.astype(np.uint64) - np.uint64(lo)
-        packed <<= np.uint64(pos_bits)
-        packed |= pos.astype(np.uint64)
-        return packed
+    parts = buckets if n > SMALL else 1
 
     def report(done: int, total: int, what: str) -> None:
         if cancel is not None:
@@ -218,23 +230,31 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
         if progress is not None:
             progress(Progress(done, total, "steps", message=f"sorting by {key.column}: {what}"))
 
+    source: Callable[[np.ndarray | None, int, int], np.ndarray] = \
+        lambda pos, i0, i1: sk.keys(i0, i1) if pos is None else sk.keys_at(pos)
+    if n and sk.keys(0, 0).dtype.kind != "f":
+        steps = len(spans) + 1 + parts
+        keys, buffer, lo, hi = _keys_in_memory(sk, spans, report, steps)
+        if (hi - lo).bit_length() + pos_bits <= 64:
+            order = _sort_packed(_pack(keys, buffer, lo, pos_bits, spans), pos_bits, parts,
+                                 lambda done, what: report(len(spans) + done, steps, what))
+            return order if rows is None else np.take(rows, order)
+        del buffer  # too wide to pack (a hash): the sample sort below takes the keys from memory
+        source = lambda pos, i0, i1: keys[i0:i1] if pos is None else keys[pos]
     if n <= SMALL or buckets <= 1:
-        order = _sort_positions(ordered_keys(0, n), np.arange(n, dtype=np.int64), composite, pos_bits)
+        order = np.argsort(source(None, 0, n), kind="stable")
         report(1, 1, "sorted")
         return order if rows is None else rows[order]
-    if composite:
-        order = _composite_order(ordered_keys, spans, n, pos_bits, buckets, report)
-        return order if rows is None else np.take(rows, order)
 
     sample_pos = np.unique(np.random.default_rng(n).integers(0, n, min(n, 64 * buckets * 64)))
-    sample = np.sort(ordered_keys(0, 0, sample_pos))
+    sample = np.sort(source(sample_pos, 0, 0))
     splitters = sample[(np.arange(1, buckets) * len(sample)) // buckets]
     bucket_of = np.empty(n, dtype=np.uint8)
     steps = len(spans) + buckets
 
     def mark(ix: int) -> None:
         i0, i1 = spans[ix]
-        bucket_of[i0:i1] = np.searchsorted(splitters, ordered_keys(i0, i1), side="right")
+        bucket_of[i0:i1] = np.searchsorted(splitters, source(None, i0, i1), side="right")
         report(ix + 1, steps, "splitting")
 
     _parallel(mark, list(range(len(spans))))
@@ -250,7 +270,7 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
             cancel.raise_if_cancelled()
         pos = np.flatnonzero(bucket_of == b)  # ascending: ties keep their row order
         if len(pos):
-            order[starts[b] : starts[b + 1]] = _sort_positions(ordered_keys(0, 0, pos), pos, composite, pos_bits)
+            order[starts[b] : starts[b + 1]] = pos[np.argsort(source(pos, 0, 0), kind="stable")]
         done[0] += 1
         report(done[0], steps, "sorting")
 
@@ -260,42 +280,34 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
     return order
 
 
-def _composite_order(ordered_keys: Callable, spans: list[tuple[int, int]], n: int, pos_bits: int,
-                     parts: int, report: Callable[[int, int, str], None]) -> np.ndarray:
-    """Packed (key, position) values sorted in place: 8 bytes a row in all.
+def _sort_packed(packed: np.ndarray, pos_bits: int, parts: int,
+                 report: Callable[[int, str], None]) -> np.ndarray:
+    """Packed (key, position) values sorted in place; returns the positions (a view of the same memory).
 
-    ``np.partition`` cuts the packed array into ``parts`` ranges in place (cheap, linear);
-    the parts are then sorted by two threads, with a cancel check between parts.
-    """
-    packed = np.empty(n, dtype=np.uint64)
-    steps = len(spans) + 1 + parts
+    ``np.partition`` splits the array at its median (linear), then each half goes to its own
+    thread, which cuts it into ``parts // 2`` ranges the same way and sorts them one by one, with
+    a cancel check between ranges. Sorting ranges of a few million values is quicker per value
+    than one large sort, and the halves keep both cores busy."""
+    n = len(packed)
+    halves = [packed]
+    if parts > 1:
+        packed.partition(n // 2)
+        halves = [packed[: n // 2], packed[n // 2 :]]
+    report(1, "splitting")
+    done = [1]
 
-    def pack(ix: int) -> None:
-        i0, i1 = spans[ix]
-        packed[i0:i1] = ordered_keys(i0, i1)
-        report(ix + 1, steps, "reading keys")
+    def sort_half(half: np.ndarray) -> None:
+        per_half = max(1, parts // len(halves))
+        cuts = [len(half) * i // per_half for i in range(1, per_half)]
+        if cuts:
+            half.partition(cuts)
+        bounds = [0, *cuts, len(half)]
+        for b in range(per_half):
+            report(done[0], "sorting")
+            half[bounds[b] : bounds[b + 1]].sort()  # unique values: any sort is stable
+            done[0] += 1
 
-    _parallel(pack, list(range(len(spans))))
-    cuts = [n * i // parts for i in range(1, parts)]
-    packed.partition(cuts)
-    bounds = [0, *cuts, n]
-    done = [len(spans) + 1]
-    report(done[0], steps, "splitting")
-
-    def sort_part(ix: int) -> None:
-        report(done[0], steps, "sorting")
-        packed[bounds[ix] : bounds[ix + 1]].sort()
-        done[0] += 1
-
-    _parallel(sort_part, list(range(parts)))
+    _parallel(sort_half, halves)
     packed &= np.uint64((1 << pos_bits) - 1)
-    report(steps, steps, "sorted")
+    report(1 + parts, "sorted")
     return packed.view(np.int64)
-
-
-def _sort_positions(keys: np.ndarray, pos: np.ndarray, composite: bool, pos_bits: int) -> np.ndarray:
-    """Positions ``pos`` (ascending) ordered stably by their keys."""
-    if composite:
-        keys.sort()  # unique packed values: any sort is stable
-        return (keys & np.uint64((1 << pos_bits) - 1)).astype(np.int64)
-    return pos[np.argsort(keys, kind="stable")]
