@@ -1,6 +1,10 @@
 """The two-step sort without Qt: the first window equals the start of a full stable sort."""
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -86,3 +90,14 @@ def test_lazy_columns_cannot_be_sorted():
     table = Table("rows", 3, [Column("Stem", lambda rows: ["a"] * len(rows), "text")])
     with pytest.raises(TypeError, match="Stem"):
         full_order(table, SortKey("Stem"), None)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_sort_threads_run_below_the_gui_threads_priority():
+    """Both cores sorting must not keep the GUI thread waiting for one: the sort's threads are niced."""
+    def nice(_: int) -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    mine = nice(0)
+    assert sorting._parallel(nice, [0, 1]) == [min(19, mine + sorting.BACKGROUND_NICE)] * 2
+    assert nice(0) == mine  # the caller's own thread keeps its priority
