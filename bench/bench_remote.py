@@ -1,6 +1,6 @@
 """Benchmark: indexing a fold in a store (loopback S3 and HTTP) against downloading it and indexing locally.
 
-Two generated folds are put on two stores on 127.0.0.1, both served from this process:
+Two generated folds are put on four stores on 127.0.0.1, all served from this process:
 
   * ``images``: small members (~5 KB .jpg, a .cls and a .json per sample), like image shards
   * ``videos``: a few large members (tens of MB .mp4, with a small .json) holding nearly all the bytes
