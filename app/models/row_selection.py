@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from app.models.sorting import SortKey, first_window, full_order
+from app.models.sorting import KeysRead, SortKey, first_window, full_order
 from itarcore.document import Table
 from itarcore.progress import CancelToken, Progress
 
@@ -203,5 +203,7 @@ def compute_view(table: Table, flt: RowFilter, key: SortKey | None, partial: Par
         return rows
     n_sorted = table.n_rows if rows is None else len(rows)
     if partial is not None and n_sorted >= two_step_rows:
-        partial("head", first_window(table, key, rows, first, cancel), n_sorted)
+        read: list[KeysRead] = []  # the first window's pass keeps the keys: the full order reads nothing again
+        partial("head", first_window(table, key, rows, first, cancel, keep=read), n_sorted)
+        return full_order(table, key, rows, progress=progress, cancel=cancel, read=read[0] if read else None)
     return full_order(table, key, rows, progress=progress, cancel=cancel)

@@ -33,6 +33,38 @@ SMALL = 1 << 20  # below this many rows one stable sort is quicker than splittin
 BACKGROUND_NICE = 10  # added to the nice value: the sort's threads yield a core to the GUI thread the moment it wakes
 
 
+@dataclass
+class KeysRead:
+    """A key column read into memory once (integer keys), for the full order to sort without a second pass.
+
+    ``buffer`` is a uint64 array of one element a row; 64-bit keys are read straight into it
+    (``keys`` is then a view of it), so packing them later needs no more memory."""
+
+    keys: np.ndarray
+    buffer: np.ndarray
+    lo: int
+    hi: int
+
+    @classmethod
+    def empty_for(cls, sk: SortKeys) -> KeysRead | None:
+        """Room for every key of ``sk``, or None for float keys (sorted from the column)."""
+        dtype = sk.keys(0, 0).dtype
+        if dtype.kind == "f":
+            return None
+        buffer = np.empty(sk.n, np.uint64)
+        keys = buffer.view(dtype) if dtype.itemsize == 8 else np.empty(sk.n, dtype)
+        return cls(keys, buffer, 0, 0)
+
+    def read(self, sk: SortKeys, i0: int, i1: int) -> tuple[np.ndarray, tuple[int, int]]:
+        """The keys of positions [i0, i1), kept here; returns them (a view) and their (min, max)."""
+        part = sk.keys(i0, i1, out=self.keys[i0:i1])
+        return part, ((part.min().item(), part.max().item()) if len(part) else (0, 0))
+
+    def set_limits(self, limits: list[tuple[int, int]]) -> None:
+        limits = [lim for lim in limits if lim is not None]
+        self.lo, self.hi = min(lo for lo, _ in limits), max(hi for _, hi in limits)
+
+
 @dataclass(frozen=True)
 class SortKey:
     column: str
@@ -66,10 +98,11 @@ class SortKeys:
             self.rank = np.empty(len(labels), dtype=np.int64)
             self.rank[np.argsort(np.asarray(labels), kind="stable")] = np.arange(len(labels))
 
-    def keys(self, i0: int, i1: int) -> np.ndarray:
+    def keys(self, i0: int, i1: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Keys of positions [i0, i1), written into ``out`` when given (one copy out of the mapping)."""
         if self.rows is None:
-            return self._read(None, i0, i1)
-        return self._read(self.rows[i0:i1])
+            return self._read(None, i0, i1, out)
+        return self._read(self.rows[i0:i1], out=out)
 
     def keys_at(self, pos: np.ndarray) -> np.ndarray:
         """Keys of arbitrary positions (a sample, a bucket); safe to call from several threads.
@@ -83,11 +116,14 @@ class SortKeys:
         cuts = np.searchsorted(src, np.arange(int(src[0]) + CHUNK, int(src[-1]) + 1, CHUNK))
         return np.concatenate([self._read(part) for part in np.split(src, cuts)])
 
-    def _read(self, src: np.ndarray | None, i0: int = 0, i1: int = 0) -> np.ndarray:
+    def _read(self, src: np.ndarray | None, i0: int = 0, i1: int = 0, out: np.ndarray | None = None) -> np.ndarray:
         """Keys of source rows ``src`` (or of the slice [i0, i1)); a file mapping's pages are released
         behind the read (sorting keeps the order array and one key column, never the index in RAM)."""
         raw = self.values[i0:i1] if src is None else self.values[src]
         keys = self._order_giving(raw)
+        if out is not None:
+            out[...] = keys
+            keys = out
         if self.mapped:
             if np.may_share_memory(keys, self.values):
                 keys = keys.copy()
@@ -134,11 +170,13 @@ def _smallest(keys: np.ndarray, pos: np.ndarray, k: int) -> tuple[np.ndarray, np
 
 
 def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
-                 cancel: CancelToken | None = None) -> np.ndarray:
+                 cancel: CancelToken | None = None, keep: list[KeysRead] | None = None) -> np.ndarray:
     """The first ``k`` rows of the stable order of ``rows`` by ``key``: source row numbers.
 
     One pass over the key column keeps a running threshold (the k-th best key so far), so
-    only keys below it are kept; halves of the column go to two threads.
+    only keys below it are kept; halves of the column go to two threads. Given ``keep`` (a
+    list), the same pass keeps integer keys in memory and appends them to it as a
+    :class:`KeysRead`, which :func:`full_order` then sorts without reading the column again.
     """
     sk = SortKeys(table, key, rows)
     k = max(0, min(k, sk.n))
@@ -146,6 +184,8 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
         return np.zeros(0, np.int64)
     spans = sk.chunks()
     halves = [spans[: len(spans) // 2], spans[len(spans) // 2 :]] if len(spans) > 1 else [spans]
+    kept = KeysRead.empty_for(sk) if keep is not None else None
+    limits: list = [None] * len(spans)
 
     def best_of(chunk_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
         cand_k: np.ndarray | None = None
@@ -154,7 +194,10 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
         for i0, i1 in chunk_spans:
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            keys = sk.keys(i0, i1)
+            if kept is not None:
+                keys, limits[i0 // CHUNK] = kept.read(sk, i0, i1)
+            else:
+                keys = sk.keys(i0, i1)
             if limit is not None:
                 sel = np.flatnonzero(keys < limit)  # an equal key at a later row loses the tie
             elif len(keys) > k:
@@ -177,29 +220,28 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
     keys = np.concatenate([p[0] for p in parts])
     pos = np.concatenate([p[1] for p in parts])
     _, pos = _smallest(keys, pos, k)
+    if kept is not None and keep is not None:
+        kept.set_limits(limits)
+        keep.append(kept)
     return pos if rows is None else rows[pos]
 
 
 def _keys_in_memory(sk: SortKeys, spans: list[tuple[int, int]], report: Callable[[int, int, str], None],
-                    steps: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Every key, read from the column once (its pages released behind), with the smallest and largest.
-
-    Returns (keys, buffer, lo, hi): ``buffer`` is a uint64 array of one element a row; 64-bit keys are
-    read straight into it (``keys`` is then a view of it), so packing them later needs no more memory."""
-    dtype = sk.keys(0, 0).dtype
-    buffer = np.empty(sk.n, np.uint64)
-    keys = buffer.view(dtype) if dtype.itemsize == 8 else np.empty(sk.n, dtype)
-    limits: list[tuple[int, int]] = [(0, 0)] * len(spans)
+                    steps: int) -> KeysRead:
+    """Every (integer) key, read from the column once (its pages released behind), with the smallest
+    and largest."""
+    kept = KeysRead.empty_for(sk)
+    assert kept is not None
+    limits: list = [None] * len(spans)
 
     def read(ix: int) -> None:
         i0, i1 = spans[ix]
-        part = keys[i0:i1]
-        part[...] = sk.keys(i0, i1)
-        limits[ix] = (part.min().item(), part.max().item())
+        _, limits[ix] = kept.read(sk, i0, i1)
         report(ix + 1, steps, "reading keys")
 
     _parallel(read, list(range(len(spans))))
-    return keys, buffer, min(lo for lo, _ in limits), max(hi for _, hi in limits)
+    kept.set_limits(limits)
+    return kept
 
 
 def _pack(keys: np.ndarray, buffer: np.ndarray, lo: int, pos_bits: int, spans: list[tuple[int, int]]) -> np.ndarray:
@@ -223,8 +265,10 @@ def _pack(keys: np.ndarray, buffer: np.ndarray, lo: int, pos_bits: int, spans: l
 
 def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
                progress: Callable[[Progress], None] | None = None,
-               cancel: CancelToken | None = None, buckets: int = 16) -> np.ndarray:
+               cancel: CancelToken | None = None, buckets: int = 16, read: KeysRead | None = None) -> np.ndarray:
     """The complete stable order of ``rows`` (None = all) by ``key``, as source row numbers.
+
+    ``read``: the keys as :func:`first_window` kept them (``keep``), so the column is not read again.
 
     Integer keys are read from the column once. Where a key's range and a row's position fit in
     64 bits together (sizes, offsets, codes: nearly always), each row becomes one packed uint64
@@ -248,13 +292,14 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
     source: Callable[[np.ndarray | None, int, int], np.ndarray] = \
         lambda pos, i0, i1: sk.keys(i0, i1) if pos is None else sk.keys_at(pos)
     if n and sk.keys(0, 0).dtype.kind != "f":
-        steps = len(spans) + 1 + parts
-        keys, buffer, lo, hi = _keys_in_memory(sk, spans, report, steps)
-        if (hi - lo).bit_length() + pos_bits <= 64:
-            order = _sort_packed(_pack(keys, buffer, lo, pos_bits, spans), pos_bits, parts,
-                                 lambda done, what: report(len(spans) + done, steps, what))
+        reading = 0 if read is not None else len(spans)  # progress steps
+        steps = reading + 1 + parts
+        read = read if read is not None else _keys_in_memory(sk, spans, report, steps)
+        if (read.hi - read.lo).bit_length() + pos_bits <= 64:
+            order = _sort_packed(_pack(read.keys, read.buffer, read.lo, pos_bits, spans), pos_bits, parts,
+                                 lambda done, what: report(reading + done, steps, what))
             return order if rows is None else np.take(rows, order)
-        del buffer  # too wide to pack (a hash): the sample sort below takes the keys from memory
+        keys = read.keys  # too wide to pack (a hash): the sample sort below takes the keys from memory
         source = lambda pos, i0, i1: keys[i0:i1] if pos is None else keys[pos]
     if n <= SMALL or buckets <= 1:
         order = np.argsort(source(None, 0, n), kind="stable")

@@ -110,3 +110,22 @@ def test_a_full_sort_reads_the_column_once(index, monkeypatch, title, field):
     assert np.array_equal(order, np.argsort(truth[field], kind="stable"))
     read = sorted((lo, hi) for lo, hi in released if hi > lo)  # a read of no rows (its dtype) reads nothing
     assert read == [(i, min(N_ROWS, i + sorting.CHUNK)) for i in range(0, N_ROWS, sorting.CHUNK)]
+
+
+@pytest.mark.parametrize(("title", "field", "descending"), [("Size", "size", False), ("Keyhash", "keyhash", True)])
+def test_the_first_screen_and_the_full_order_share_one_read(index, monkeypatch, title, field, descending):
+    """A header click on a huge index: the pass that finds the first screen keeps the keys, and the full
+    order sorts them without reading the column a second time."""
+    from app.models.row_selection import RowFilter, compute_view
+
+    doc, truth = index
+    released: list[tuple[int, int]] = []
+    monkeypatch.setattr(sorting, "release_elements", lambda values, lo, hi: released.append((lo, hi)))
+    heads: list[np.ndarray] = []
+    order = compute_view(doc.table("rows"), RowFilter(), SortKey(title, descending), first=100, two_step_rows=1,
+                         partial=lambda what, rows, n: heads.append(rows))
+    expected = np.argsort(~truth[field], kind="stable") if descending else np.argsort(truth[field], kind="stable")
+    assert np.array_equal(order, expected)
+    assert len(heads) == 1 and np.array_equal(heads[0], expected[:100])
+    read = sorted((lo, hi) for lo, hi in released if hi > lo)
+    assert read == [(i, min(N_ROWS, i + sorting.CHUNK)) for i in range(0, N_ROWS, sorting.CHUNK)]
