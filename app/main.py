@@ -140,13 +140,15 @@ def close_on_terminal_signals(window) -> None:
     """Ctrl+C in the terminal (SIGINT) and SIGTERM close the window as its close button does.
 
     Qt's event loop runs in C++, where Python never looks at a pending signal; a timer gives
-    Python a turn four times a second, so the handler runs at once rather than never."""
+    Python a turn four times a second, so the handler runs at once rather than never. The
+    handler only posts the close: a signal that comes while the window is still opening its
+    file, before the loop runs, would otherwise close it before there is a loop to quit."""
     import signal
 
     from PySide6.QtCore import QTimer
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: window.close())
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, window.close))
     timer = QTimer(window)  # owned by the window: it lives as long as the window
     timer.timeout.connect(lambda: None)
     timer.start(SIGNAL_CHECK_MS)

@@ -386,16 +386,19 @@ def test_taridx_missing_shard_banner_and_disabled_preview(qtbot, window, webds):
     assert window.preview.payload is not None
 
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_ctrl_c_or_sigterm_closes_the_window_and_the_app_exits_cleanly(tmp_path, sig):
-    """Qt's event loop never hands a pending Ctrl+C to Python by itself: the window must still close."""
+@pytest.mark.parametrize(("sig", "while_opening"), [("SIGINT", False), ("SIGTERM", False), ("SIGTERM", True)])
+def test_ctrl_c_or_sigterm_closes_the_window_and_the_app_exits_cleanly(tmp_path, sig, while_opening):
+    """Qt's event loop never hands a pending Ctrl+C to Python by itself: the window must still close,
+    also when the signal comes while the window is opening its file, before the event loop runs."""
     import signal
 
-    child = ("import sys\n"
+    raise_now = f"    os.kill(os.getpid(), signal.{sig})\n" if while_opening else ""
+    child = ("import os, signal, sys\n"
              "from app.views.main_window import MainWindow\n"
              "opened = MainWindow.open_demo\n"
              "def open_demo(self):\n"
              "    opened(self)\n"
+             f"{raise_now}"
              "    print('ready', flush=True)\n"
              "MainWindow.open_demo = open_demo\n"
              "from app.main import main\n"
@@ -406,7 +409,8 @@ def test_ctrl_c_or_sigterm_closes_the_window_and_the_app_exits_cleanly(tmp_path,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(getattr(signal, sig))
+        if not while_opening:
+            proc.send_signal(getattr(signal, sig))
         _out, err = proc.communicate(timeout=60)  # a window that ignored it would still be open
     finally:
         if proc.poll() is None:
