@@ -192,7 +192,8 @@ def run_child(route: str, url: str, options: dict, jobs: int, scratch: Path) -> 
         return json.loads(done.stdout.splitlines()[-1])
 
 
-STORES = {"s3": "moto S3", "s3-ranged": "moto S3, ranged GETs read only their range", "http": "HTTP range server", "http-30ms": "HTTP range server, 30 ms a GET"}
+STORES = {"s3": "moto S3", "s3-ranged": "moto S3, ranged GETs read only their range", "http": "HTTP range server",
+          "http-30ms": "HTTP range server, 30 ms a GET"}
 LATENCY = {"http-30ms": 0.030}  # seconds the HTTP server waits before each body: a store's first-byte latency
 ROUTES = {"itarcore": "itarcore remote index", "itarcore-8M": "  the same, --block-size 8M",
           "itarcore-1": "  the same, --jobs 1",

@@ -33,36 +33,51 @@ SMALL = 1 << 20  # below this many rows one stable sort is quicker than splittin
 BACKGROUND_NICE = 10  # added to the nice value: the sort's threads yield a core to the GUI thread the moment it wakes
 
 
-@dataclass
 class KeysRead:
     """A key column read into memory once (integer keys), for the full order to sort without a second pass.
 
     ``buffer`` is a uint64 array of one element a row; 64-bit keys are read straight into it
-    (``keys`` is then a view of it), so packing them later needs no more memory."""
+    (``keys`` is then a view of it), so packing them later needs no more memory. Chunks may be
+    read by several threads; each notes its own smallest and largest key."""
 
-    keys: np.ndarray
-    buffer: np.ndarray
-    lo: int
-    hi: int
+    def __init__(self, sk: SortKeys) -> None:
+        self.buffer = np.empty(sk.n, np.uint64)
+        dtype = sk.dtype
+        self.keys = self.buffer.view(dtype) if dtype.itemsize == 8 else np.empty(sk.n, dtype)
+        self._limits: dict[int, tuple[int, int]] = {}  # chunk start -> (min, max) of its keys
 
-    @classmethod
-    def empty_for(cls, sk: SortKeys) -> KeysRead | None:
-        """Room for every key of ``sk``, or None for float keys (sorted from the column)."""
-        dtype = sk.keys(0, 0).dtype
-        if dtype.kind == "f":
-            return None
-        buffer = np.empty(sk.n, np.uint64)
-        keys = buffer.view(dtype) if dtype.itemsize == 8 else np.empty(sk.n, dtype)
-        return cls(keys, buffer, 0, 0)
-
-    def read(self, sk: SortKeys, i0: int, i1: int) -> tuple[np.ndarray, tuple[int, int]]:
-        """The keys of positions [i0, i1), kept here; returns them (a view) and their (min, max)."""
+    def read(self, sk: SortKeys, i0: int, i1: int) -> np.ndarray:
+        """The keys of positions [i0, i1), kept here; returns them (a view)."""
         part = sk.keys(i0, i1, out=self.keys[i0:i1])
-        return part, ((part.min().item(), part.max().item()) if len(part) else (0, 0))
+        if len(part):
+            self._limits[i0] = (part.min().item(), part.max().item())
+        return part
 
-    def set_limits(self, limits: list[tuple[int, int]]) -> None:
-        limits = [lim for lim in limits if lim is not None]
-        self.lo, self.hi = min(lo for lo, _ in limits), max(hi for _, hi in limits)
+    @property
+    def lo(self) -> int:
+        return min((lo for lo, _ in self._limits.values()), default=0)
+
+    @property
+    def hi(self) -> int:
+        return max((hi for _, hi in self._limits.values()), default=0)
+
+    def packed(self, pos_bits: int, spans: list[tuple[int, int]]) -> np.ndarray:
+        """``buffer`` filled with each row's key (less ``lo``) above its position: one uint64 a row, unique.
+
+        The arithmetic wraps modulo 2**64, which gives ``key - lo`` exactly for signed keys too."""
+        offset = np.uint64(self.lo % (1 << 64))
+
+        def pack(span: tuple[int, int]) -> None:
+            i0, i1 = span
+            part = self.buffer[i0:i1]
+            if self.keys.base is not self.buffer:
+                part[...] = self.keys[i0:i1]
+            part -= offset
+            part <<= np.uint64(pos_bits)
+            part |= np.arange(i0, i1, dtype=np.uint64)
+
+        _parallel(pack, spans)
+        return self.buffer
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,11 @@ class SortKeys:
             labels = [str(s) for s in col.labels]
             self.rank = np.empty(len(labels), dtype=np.int64)
             self.rank[np.argsort(np.asarray(labels), kind="stable")] = np.arange(len(labels))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the order-giving keys (reads no row)."""
+        return self._order_giving(self.values[:0]).dtype
 
     def keys(self, i0: int, i1: int, out: np.ndarray | None = None) -> np.ndarray:
         """Keys of positions [i0, i1), written into ``out`` when given (one copy out of the mapping)."""
@@ -184,8 +204,7 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
         return np.zeros(0, np.int64)
     spans = sk.chunks()
     halves = [spans[: len(spans) // 2], spans[len(spans) // 2 :]] if len(spans) > 1 else [spans]
-    kept = KeysRead.empty_for(sk) if keep is not None else None
-    limits: list = [None] * len(spans)
+    kept = KeysRead(sk) if keep is not None and sk.dtype.kind != "f" else None
 
     def best_of(chunk_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
         cand_k: np.ndarray | None = None
@@ -194,10 +213,7 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
         for i0, i1 in chunk_spans:
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            if kept is not None:
-                keys, limits[i0 // CHUNK] = kept.read(sk, i0, i1)
-            else:
-                keys = sk.keys(i0, i1)
+            keys = kept.read(sk, i0, i1) if kept is not None else sk.keys(i0, i1)
             if limit is not None:
                 sel = np.flatnonzero(keys < limit)  # an equal key at a later row loses the tie
             elif len(keys) > k:
@@ -213,7 +229,7 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
             if len(cand_k) == k:
                 limit = cand_k[-1]
         if cand_k is None:
-            return np.zeros(0, sk.keys(0, 0).dtype), cand_p
+            return np.zeros(0, sk.dtype), cand_p
         return cand_k, cand_p
 
     parts = _parallel(best_of, [h for h in halves if h])
@@ -221,46 +237,21 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
     pos = np.concatenate([p[1] for p in parts])
     _, pos = _smallest(keys, pos, k)
     if kept is not None and keep is not None:
-        kept.set_limits(limits)
         keep.append(kept)
     return pos if rows is None else rows[pos]
 
 
 def _keys_in_memory(sk: SortKeys, spans: list[tuple[int, int]], report: Callable[[int, int, str], None],
                     steps: int) -> KeysRead:
-    """Every (integer) key, read from the column once (its pages released behind), with the smallest
-    and largest."""
-    kept = KeysRead.empty_for(sk)
-    assert kept is not None
-    limits: list = [None] * len(spans)
+    """Every (integer) key, read from the column once (its pages released behind)."""
+    kept = KeysRead(sk)
 
     def read(ix: int) -> None:
-        i0, i1 = spans[ix]
-        _, limits[ix] = kept.read(sk, i0, i1)
+        kept.read(sk, *spans[ix])
         report(ix + 1, steps, "reading keys")
 
     _parallel(read, list(range(len(spans))))
-    kept.set_limits(limits)
     return kept
-
-
-def _pack(keys: np.ndarray, buffer: np.ndarray, lo: int, pos_bits: int, spans: list[tuple[int, int]]) -> np.ndarray:
-    """``buffer`` filled with each row's key (less ``lo``) above its position: one uint64 a row, unique.
-
-    The arithmetic wraps modulo 2**64, which gives ``key - lo`` exactly for signed keys too."""
-    offset = np.uint64(lo % (1 << 64))
-
-    def pack(span: tuple[int, int]) -> None:
-        i0, i1 = span
-        part = buffer[i0:i1]
-        if keys.base is not buffer:
-            part[...] = keys[i0:i1]
-        part -= offset
-        part <<= np.uint64(pos_bits)
-        part |= np.arange(i0, i1, dtype=np.uint64)
-
-    _parallel(pack, spans)
-    return buffer
 
 
 def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
@@ -291,12 +282,12 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
 
     source: Callable[[np.ndarray | None, int, int], np.ndarray] = \
         lambda pos, i0, i1: sk.keys(i0, i1) if pos is None else sk.keys_at(pos)
-    if n and sk.keys(0, 0).dtype.kind != "f":
+    if n and sk.dtype.kind != "f":
         reading = 0 if read is not None else len(spans)  # progress steps
         steps = reading + 1 + parts
         read = read if read is not None else _keys_in_memory(sk, spans, report, steps)
         if (read.hi - read.lo).bit_length() + pos_bits <= 64:
-            order = _sort_packed(_pack(read.keys, read.buffer, read.lo, pos_bits, spans), pos_bits, parts,
+            order = _sort_packed(read.packed(pos_bits, spans), pos_bits, parts,
                                  lambda done, what: report(reading + done, steps, what))
             return order if rows is None else np.take(rows, order)
         keys = read.keys  # too wide to pack (a hash): the sample sort below takes the keys from memory
