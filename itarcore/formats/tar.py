@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import FormatError, TruncatedError
 from ..indexing import jit
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
+from ..storage.buffers import page_aligned_empty
 from .tar_fields import (
     BLOCK,
     base256,
@@ -180,7 +181,8 @@ class _BlockReader:
         n = min(_SCAN_CHUNK_BLOCKS, self.n_blocks - start)
         buffer = getattr(self.local, "buffer", None)
         if buffer is None or len(buffer) < n:
-            buffer = self.local.buffer = np.empty((max(n, min(_SCAN_CHUNK_BLOCKS, self.n_blocks)), BLOCK), np.uint8)
+            rows = max(n, min(_SCAN_CHUNK_BLOCKS, self.n_blocks))
+            buffer = self.local.buffer = page_aligned_empty((rows, BLOCK))  # see storage.buffers: 5x on AMD
         part = buffer[:n]
         offset = start * BLOCK
         if _PREADV:
