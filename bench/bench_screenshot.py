@@ -45,14 +45,14 @@ CHILD = textwrap.dedent("""
             json.dump(stamps, fh)
     from app.views import main_window as mw
     open_path, shutdown = mw.MainWindow.open_path, mw.MainWindow.shutdown
-    def on_open(self, path):
+    def on_open(self, path, *rest, **options):
         stamps.setdefault("open", time.time())
         stamps.setdefault("rss_before", rss_mb())
         def painted(_path):
             self.tabs.currentWidget().grid.view.viewport().repaint()
             stamps["painted"] = time.time()
         self.documentOpened.connect(painted)
-        open_path(self, path)
+        open_path(self, path, *rest, **options)
     def on_shutdown(self):
         if "closing" not in stamps:
             stamps["closing"] = time.time()
@@ -70,12 +70,15 @@ CHILD = textwrap.dedent("""
             init(self, *a, **k)
             def raise_samples(_path=None):
                 samples = next(p for p in self.panels if p.title == "Samples")
-                if samples._worker is None:
-                    samples.parent().raise_()
-                    QTimer.singleShot(10, raise_samples)
-                else:
+                if samples._worker is not None:  # its pass is running
                     stamps["grouping"] = time.time()
                     QTimer.singleShot(int(close_after * 1000), self.close)
+                elif samples.groups is not None:  # grouped already (a cached key index): nothing to stop
+                    QTimer.singleShot(int(close_after * 1000), self.close)
+                else:  # a background tab: show() first, or raise_() leaves it behind the current one
+                    samples.parent().show()
+                    samples.parent().raise_()
+                    QTimer.singleShot(10, raise_samples)
             self.documentOpened.connect(raise_samples)
         mw.MainWindow.__init__ = patched_init
     from app.workers import JobWorker
@@ -113,6 +116,9 @@ def screenshot(index: Path, work: Path, cold: bool, close_mid_grouping_s: float 
     done = subprocess.run([sys.executable, "-c", CHILD, str(stamps_path), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=False)
     ended = time.time()
+    if not stamps_path.exists():
+        raise SystemExit(f"the app exited with {done.returncode} before closing its window; its stderr:\n"
+                         f"{done.stderr[-2000:]}")
     s = json.loads(stamps_path.read_text())
     return {
         "first paint": f"{(s['painted'] - s['open']) * 1000:.0f} ms",
