@@ -164,7 +164,7 @@ class WindowedTableModel(QAbstractTableModel):
         The shown rows are a prefix of ``rows`` (a filter's first matches, a sort's first window),
         so every view row already on screen keeps its source row.
         """
-        before = self.window_rows
+        before, known, start = self.window_rows, self.n_known, self.window_start
         self.view_rows = rows
         self._n_pending = n_view if rows is not None and n_view is not None and n_view > len(rows) else None
         self.window_start = max(0, min(self.window_start, self.n_view - self.window))
@@ -176,9 +176,11 @@ class WindowedTableModel(QAbstractTableModel):
         elif after < before:
             self.beginRemoveRows(_ROOT, after, before - 1)
             self.endRemoveRows()
-        if after:
-            self.dataChanged.emit(self.index(0, 0), self.index(after - 1, self.columnCount() - 1))
-            self.headerDataChanged.emit(Qt.Orientation.Vertical, 0, after - 1)
+        # only rows that were still pending change (a full repaint of a big grid is tens of ms on the GUI thread)
+        first = 0 if self.window_start != start else max(0, known - self.window_start)
+        if after > first:
+            self.dataChanged.emit(self.index(first, 0), self.index(after - 1, self.columnCount() - 1))
+            self.headerDataChanged.emit(Qt.Orientation.Vertical, first, after - 1)
         self.viewChanged.emit()
 
     # ---- the block of mapped rows around the screen ------------------------------------

@@ -143,3 +143,43 @@ def test_csv_export_writes_shown_rows_as_displayed(tmp_path):
     assert lines[1] == ["9", f"{int(cols['size'][9]):,}", "jpg", f"{int(cols['keyhash'][9]):016x}", "sample00003"]
     assert [line[0] for line in lines[1:]] == ["9", "3", "4000"]
     assert lines[3][2] == EXTS[4000 % 3] and lines[3][4] == "sample01333"
+
+
+def _changed_rows(model: WindowedTableModel) -> list[tuple[int, int]]:
+    seen: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda a, b, *_: seen.append((a.row(), b.row())))
+    return seen
+
+
+def test_a_sorts_full_order_repaints_only_the_rows_still_pending():
+    """The early first window stays on screen: only rows it did not hold are announced as changed."""
+    table, cols = make_table()
+    order = np.argsort(cols["size"], kind="stable")
+    model = WindowedTableModel(table, window=1000)
+    model.set_view_rows(order[:300], N)  # the first 300 rows of the order known, the rest pending
+    assert model.source_row(299) == order[299] and model.source_row(300) == -1
+    seen = _changed_rows(model)
+    model.continue_view_rows(order)
+    assert seen == [(300, 999)]  # rows 0..299 painted already with these very source rows
+    assert model.source_row(300) == order[300]
+    assert model.data(model.index(500, 0)) == f"{int(cols['size'][order[500]]):,}"
+
+    model.set_view_rows(order[:2000], N)  # the early answer covers the whole window
+    seen = _changed_rows(model)
+    model.continue_view_rows(order)
+    assert seen == []
+
+
+def test_a_continued_view_repaints_every_row_when_the_window_had_to_move():
+    """A final answer shorter than the early estimate pulls the window back: every row on screen changes."""
+    table, cols = make_table()
+    matches = np.flatnonzero(cols["extension"] == 1)  # a filter's answer: 1,667 rows
+    model = WindowedTableModel(table, window=1000)
+    model.set_view_rows(matches[:1200], 3000)  # first matches, a count still running
+    model.set_window_start(2000)
+    assert model.window_start == 2000
+    seen = _changed_rows(model)
+    model.continue_view_rows(matches)
+    assert model.window_start == len(matches) - 1000
+    assert seen == [(0, 999)]
+    assert model.source_row(model.window_start) == matches[len(matches) - 1000]
