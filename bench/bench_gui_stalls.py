@@ -29,7 +29,7 @@ import numpy as np
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import Heartbeat, cold_jumps, wait_for, write_index
+from synthetic import Heartbeat, cold_jumps, compile_bytecode, wait_for, write_index
 
 TARGET_MS = 50
 ROUNDS = 3
@@ -326,6 +326,7 @@ def main() -> int:
     parser.add_argument("--cold-fold-only", action="store_true", help="only the cold fold steps")
     parser.add_argument("--dir", type=Path, help="where to write the inputs (default: a temporary folder)")
     args = parser.parse_args()
+    compile_bytecode()  # as installed: lazy imports must not compile on the GUI thread while it is timed
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from synthetic import drop_from_page_cache, fold_bench_parser
+from synthetic import compile_bytecode, drop_from_page_cache, fold_bench_parser
 
 from itarcore.indexing import jit
 from itarcore.indexing.indexer import index_shards
@@ -137,16 +137,6 @@ def itarcore_command() -> list[str]:
     """The installed `itarcore` script beside this interpreter, else `python -m itarcore`."""
     script = Path(sys.executable).with_name("itarcore")
     return [str(script)] if script.exists() else [sys.executable, "-m", "itarcore"]
-
-
-def compile_bytecode() -> None:
-    """Compile itarcore's modules as pip does on install: a source checkout run with
-    PYTHONDONTWRITEBYTECODE=1 would otherwise compile ~25 modules in every process (~0.15 s)."""
-    import compileall
-
-    import itarcore
-
-    compileall.compile_dir(Path(itarcore.__file__).parent, quiet=1)
 
 
 GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None  # GNU time, for %M
