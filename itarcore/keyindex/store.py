@@ -28,7 +28,7 @@ import xxhash
 
 from ..cachedir import CACHE_ENV, cache_root  # noqa: F401 - CACHE_ENV re-exported
 from ..formats.taridx import TaridxIndex
-from ..storage.buffers import page_aligned_empty
+from ..storage.buffers import read_buffer
 
 MAGIC = b"ITARKEYS"
 VERSION = 2
@@ -133,7 +133,7 @@ class KeyFileLayout:
 
 def pread_array(fd: int, dtype: np.dtype | str, count: int, offset: int) -> np.ndarray:
     """``count`` items at ``offset`` of ``fd``, read into a new array (no mapping stays behind)."""
-    out = page_aligned_empty(count, dtype)  # the kernel's copy into it runs at full speed (storage.buffers)
+    out = read_buffer(count, dtype, offset)  # placed for the kernel's copy to run at full speed (storage.buffers)
     view = memoryview(out).cast("B")
     while len(view):
         got = os.preadv(fd, [view], offset)
