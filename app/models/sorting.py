@@ -157,12 +157,25 @@ class SortKeys:
         if v.dtype.kind == "b":
             v = v.astype(np.uint8)
         if v.dtype.kind == "f":
-            v = v.astype(np.float64)
-            return -v if self.descending else v
+            v = v.astype(np.float64)  # a copy, changed in place below
+            if self.descending:
+                np.negative(v, out=v)
+            return _float_order(v)
         return ~v if self.descending else v  # ~ reverses the order of any integer type, with no overflow
 
     def chunks(self) -> list[tuple[int, int]]:
         return [(i, min(self.n, i + CHUNK)) for i in range(0, self.n, CHUNK)]
+
+
+def _float_order(v: np.ndarray) -> np.ndarray:
+    """int64 keys (overwriting the float64 ``v``) in the order numpy's sort gives the floats: -0.0 ties with
+    0.0, and every NaN, whatever its sign bit, ties after +inf. Integers compare exactly in a threshold or
+    a partition, where a NaN compares false with everything."""
+    v += 0.0  # -0.0 becomes 0.0
+    v[np.isnan(v)] = np.nan  # one NaN, its sign bit clear: above +inf
+    bits = v.view(np.int64)
+    bits ^= (bits >> 63) & np.int64(0x7FFF_FFFF_FFFF_FFFF)  # a negative float's magnitude bits count down
+    return bits
 
 
 def _parallel(fn: Callable, items: list, threads: int = THREADS) -> list:
@@ -204,7 +217,7 @@ def first_window(table: Table, key: SortKey, rows: np.ndarray | None, k: int,
         return np.zeros(0, np.int64)
     spans = sk.chunks()
     halves = [spans[: len(spans) // 2], spans[len(spans) // 2 :]] if len(spans) > 1 else [spans]
-    kept = KeysRead(sk) if keep is not None and sk.dtype.kind != "f" else None
+    kept = KeysRead(sk) if keep is not None else None
 
     def best_of(chunk_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
         cand_k: np.ndarray | None = None
@@ -261,9 +274,9 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
 
     ``read``: the keys as :func:`first_window` kept them (``keep``), so the column is not read again.
 
-    Integer keys are read from the column once. Where a key's range and a row's position fit in
+    Keys (floats as int64 that keep their order) are read from the column once. Where a key's range and a row's position fit in
     64 bits together (sizes, offsets, codes: nearly always), each row becomes one packed uint64
-    sorted in place by :func:`_sort_packed`: 8 bytes a row in all. Otherwise (float keys, hashes)
+    sorted in place by :func:`_sort_packed`: 8 bytes a row in all. Otherwise (hashes, floats as int64)
     a sample sort: splitters from a sample cut the keys into ``buckets`` ranges; one pass notes
     each row's bucket (one byte a row), then the buckets are gathered and sorted in two threads
     and written side by side into the order array.
@@ -282,7 +295,7 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
 
     source: Callable[[np.ndarray | None, int, int], np.ndarray] = \
         lambda pos, i0, i1: sk.keys(i0, i1) if pos is None else sk.keys_at(pos)
-    if n and sk.dtype.kind != "f":
+    if n:
         reading = 0 if read is not None else len(spans)  # progress steps
         steps = reading + 1 + parts
         read = read if read is not None else _keys_in_memory(sk, spans, report, steps)

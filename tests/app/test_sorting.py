@@ -101,3 +101,23 @@ def test_sort_threads_run_below_the_gui_threads_priority():
     mine = nice(0)
     assert sorting._parallel(nice, [0, 1]) == [min(19, mine + sorting.BACKGROUND_NICE)] * 2
     assert nice(0) == mine  # the caller's own thread keeps its priority
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_floats_with_nan_zeros_and_infinities_sort_as_numpy_does_in_both_steps(monkeypatch, descending):
+    """NaN after every number (both directions), -0.0 equal to 0.0: the first window is still the full order's start."""
+    monkeypatch.setattr(sorting, "CHUNK", 1000)
+    monkeypatch.setattr(sorting, "SMALL", 1500)
+    rng = np.random.default_rng(11)
+    n = 12_000
+    values = rng.choice([-2.5, -0.0, 0.0, 1.0, 7.25, np.inf, -np.inf], n)
+    values[rng.random(n) < 0.6] = np.nan  # most chunks hold more NaNs than a window's rows
+    values[rng.random(n) < 0.05] = -np.nan  # NaN with its sign bit set
+    table = Table("rows", n, [Column("Ratio", values, "float")])
+    sign = -1.0 if descending else 1.0
+    truth = np.asarray(sorted(range(n), key=lambda r: (bool(np.isnan(values[r])),
+                                                        0.0 if np.isnan(values[r]) else sign * values[r], r)))
+    key = SortKey("Ratio", descending)
+    assert np.array_equal(full_order(table, key, None, buckets=4), truth)
+    for k in (1, 300, 1000, 5000, n):
+        assert np.array_equal(first_window(table, key, None, k), truth[:k]), k
