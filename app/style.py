@@ -128,9 +128,11 @@ def item_view_style() -> QStyle:
     medians of 120 paints). The palette still comes from the app, so the grid looks the same.
     """
     global _ITEM_VIEW_STYLE
-    if _ITEM_VIEW_STYLE is None or not isValid(_ITEM_VIEW_STYLE):
+    if _ITEM_VIEW_STYLE is None or not isValid(_ITEM_VIEW_STYLE):  # none yet, or deleted with an earlier app
         _ITEM_VIEW_STYLE = QStyleFactory.create("Fusion")
-        _ITEM_VIEW_STYLE.setParent(QApplication.instance())  # a widget does not own its style: the app does
+    app = QApplication.instance()
+    if _ITEM_VIEW_STYLE.parent() is None and app is not None:
+        _ITEM_VIEW_STYLE.setParent(app)  # a widget does not own its style: the app does, and deletes it with itself
     return _ITEM_VIEW_STYLE
 
 

@@ -55,6 +55,11 @@ _HORIZONTAL = Qt.Orientation.Horizontal
 _FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 
+def _rows_of(view_rows: np.ndarray | None, part: slice) -> np.ndarray:
+    """The source rows of view rows ``part`` (None: the file's own order)."""
+    return np.arange(part.start, part.stop) if view_rows is None else view_rows[part]
+
+
 class WindowedTableModel(QAbstractTableModel):
     windowMoved = Signal(int)  # new window start (view row)
     viewChanged = Signal()  # filter or sort changed the view rows
@@ -164,7 +169,7 @@ class WindowedTableModel(QAbstractTableModel):
         The shown rows are a prefix of ``rows`` (a filter's first matches, a sort's first window),
         so every view row already on screen keeps its source row.
         """
-        before, known, start = self.window_rows, self.n_known, self.window_start
+        before, known, start, old = self.window_rows, self.n_known, self.window_start, self.view_rows
         self.view_rows = rows
         self._n_pending = n_view if rows is not None and n_view is not None and n_view > len(rows) else None
         self.window_start = max(0, min(self.window_start, self.n_view - self.window))
@@ -177,7 +182,11 @@ class WindowedTableModel(QAbstractTableModel):
             self.beginRemoveRows(_ROOT, after, before - 1)
             self.endRemoveRows()
         # only rows that were still pending change (a full repaint of a big grid is tens of ms on the GUI thread)
-        first = 0 if self.window_start != start else max(0, known - self.window_start)
+        first = 0 if self.window_start != start else min(after, max(0, known - start))
+        if first:  # rows already shown: the early answer must be the prefix it promised; repaint any that is not
+            shown = slice(start, start + first)
+            differ = np.flatnonzero(_rows_of(old, shown) != _rows_of(rows, shown))
+            first = int(differ[0]) if len(differ) else first
         if after > first:
             self.dataChanged.emit(self.index(first, 0), self.index(after - 1, self.columnCount() - 1))
             self.headerDataChanged.emit(Qt.Orientation.Vertical, first, after - 1)

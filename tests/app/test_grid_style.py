@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QCheckBox, QStyle
 
 from app.style import IndicatorContrastStyle, item_view_style
@@ -28,11 +29,12 @@ class CountingStyle(IndicatorContrastStyle):
 
 @pytest.fixture
 def counting_style(qapp):
-    palette = qapp.palette()
+    """The app's style, counting; the style and palette as they were afterwards."""
+    palette, style_name = QPalette(qapp.palette()), qapp.style().name() or "fusion"
     style = CountingStyle()
     qapp.setStyle(style)  # the app owns it from here, and deletes it when replaced
     yield style
-    qapp.setStyle(IndicatorContrastStyle())
+    qapp.setStyle(style_name)
     qapp.setPalette(palette)
 
 

@@ -145,10 +145,16 @@ def test_csv_export_writes_shown_rows_as_displayed(tmp_path):
     assert lines[3][2] == EXTS[4000 % 3] and lines[3][4] == "sample01333"
 
 
-def _changed_rows(model: WindowedTableModel) -> list[tuple[int, int]]:
-    seen: list[tuple[int, int]] = []
-    model.dataChanged.connect(lambda a, b, *_: seen.append((a.row(), b.row())))
+def _changed_rows(model: WindowedTableModel) -> list[tuple[str, int, int]]:
+    """Rows announced as changed: ("cells" or "header", first, last) per signal, in order."""
+    seen: list[tuple[str, int, int]] = []
+    model.dataChanged.connect(lambda a, b, *_: seen.append(("cells", a.row(), b.row())))
+    model.headerDataChanged.connect(lambda orientation, a, b: seen.append(("header", a, b)))
     return seen
+
+
+def _rows(first: int, last: int) -> list[tuple[str, int, int]]:
+    return [("cells", first, last), ("header", first, last)]
 
 
 def test_a_sorts_full_order_repaints_only_the_rows_still_pending():
@@ -160,7 +166,7 @@ def test_a_sorts_full_order_repaints_only_the_rows_still_pending():
     assert model.source_row(299) == order[299] and model.source_row(300) == -1
     seen = _changed_rows(model)
     model.continue_view_rows(order)
-    assert seen == [(300, 999)]  # rows 0..299 painted already with these very source rows
+    assert seen == _rows(300, 999)  # rows 0..299 painted already with these very source rows
     assert model.source_row(300) == order[300]
     assert model.data(model.index(500, 0)) == f"{int(cols['size'][order[500]]):,}"
 
@@ -181,5 +187,31 @@ def test_a_continued_view_repaints_every_row_when_the_window_had_to_move():
     seen = _changed_rows(model)
     model.continue_view_rows(matches)
     assert model.window_start == len(matches) - 1000
-    assert seen == [(0, 999)]
+    assert seen == _rows(0, 999)
     assert model.source_row(model.window_start) == matches[len(matches) - 1000]
+
+
+def test_a_full_order_below_a_scrolled_window_repaints_from_the_first_pending_row():
+    table, cols = make_table()
+    order = np.argsort(cols["size"], kind="stable")
+    model = WindowedTableModel(table, window=1000)
+    model.set_view_rows(order[:1300], N)
+    model.set_window_start(500)  # view rows 500..1499 on screen, 500..1299 of them known
+    seen = _changed_rows(model)
+    model.continue_view_rows(order)
+    assert model.window_start == 500
+    assert seen == _rows(800, 999)
+    assert model.source_row(1300) == order[1300]
+
+
+def test_an_early_answer_that_is_not_the_final_orders_prefix_is_repainted_where_they_part():
+    """Defence in depth: rows on screen whose source row changed are never left painted with the old one."""
+    table, cols = make_table()
+    order = np.argsort(cols["size"], kind="stable")
+    early = order[:300].copy()
+    early[120:] = early[120:][::-1]  # from view row 120 on, not what the full order says
+    model = WindowedTableModel(table, window=1000)
+    model.set_view_rows(early, N)
+    seen = _changed_rows(model)
+    model.continue_view_rows(order)
+    assert seen == _rows(120, 999)
