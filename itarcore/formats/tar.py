@@ -8,7 +8,7 @@ are parsed as columns, and the chain ``next = offset + 512 + round_up(size)`` is
 whole. If the chain holds from byte 0 to the end-of-archive block, the
 candidates are exactly the headers. If not (old v7 headers, a ``ustar`` look-
 alike inside a payload, data after the end marker), a strict sequential walk
-gives the exact answer or a precise error. Both paths verify every header
+(``tar_sequential``) gives the exact answer or a precise error. Both paths verify every header
 checksum, so corruption never becomes silent garbage rows. Every route (numpy,
 compiled, sequential) reads fields by the same rules and hands anything odd to the
 sequential walk, so all report the same members or the same error. Long names are
@@ -25,23 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FormatError, TruncatedError
+from ..errors import TruncatedError
 from ..indexing import jit
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from ..storage.buffers import read_buffer
-from .tar_fields import (
-    BLOCK,
-    base256,
-    checksum_error,
-    checksums_ok,
-    header_checksum_ok,
-    parse_number,
-    parse_octal_columns,
-    parse_pax,
-    parse_pax_size,
-    truncated_header,
-)
-from .tar_names import NAME_LEN, header_name, resolve_names
+from .tar_fields import BLOCK, base256, checksums_ok, parse_octal_columns
+from .tar_names import NAME_LEN, resolve_names
 
 # Bytes 256..263 of a block read as one little-endian word: 'ustar' is at bytes 257..261.
 _MAGIC_WORD = 32
@@ -119,7 +108,9 @@ def scan_tar(
                 blocks = _BlockReader(fh.fileno(), mm, file_size)
                 scan = _scan_vectorised(blocks, path, reporter, scan_threads() if threads is None else threads)
             if scan is None:
-                scan = _scan_sequential(mm, path, file_size, reporter)
+                from .tar_sequential import scan_sequential  # only for archives the fast routes hand over
+
+                scan = scan_sequential(mm, path, file_size, reporter)
             reporter.finish()
             return scan
         finally:
@@ -385,68 +376,3 @@ def _finish_scan(mm, path: str, file_size: int, header_blocks: np.ndarray, sizes
         row_of_block = {int(b): r for r, b in enumerate(reg_idx)}
         scan.full_names = resolve_names(mm, path, header_blocks, typeflags, sizes, row_of_block)
     return scan
-
-
-def _scan_sequential(mm, path: str, file_size: int, reporter: ProgressReporter) -> TarScan:
-    """Strict one-header-at-a-time walk: exact for every tar dialect, precise errors."""
-    offsets: list[int] = []
-    sizes: list[int] = []
-    fields: list[bytes] = []
-    full_names: dict[int, bytes] = {}
-    pending_long: bytes | None = None
-    pending_pax: dict[str, bytes] = {}
-    global_pax: dict[str, bytes] = {}
-    pending_pax_at = 0  # payload offset of the pax record that set the pending size
-    skipped = 0
-    off = 0
-    while True:
-        if off + BLOCK > file_size:
-            if off == file_size:
-                break  # no end-of-archive marker: accepted, as tarfile does
-            raise truncated_header(path, off, file_size)
-        header = mm[off : off + BLOCK]
-        if header == _ZERO_BLOCK:
-            break
-        if not header_checksum_ok(header):
-            raise checksum_error(path, off, header)
-        size = parse_number(header[124:136], path, "size", off + 124)
-        flag = header[156]
-        if "size" in pending_pax:
-            size = parse_pax_size(pending_pax["size"], path, pending_pax_at)
-        if size < 0:
-            raise FormatError(path, "size", off + 124, "negative size", found=size)
-        data_end = off + BLOCK + size
-        if data_end > file_size:
-            raise TruncatedError(path, "payload", off + BLOCK, "member data runs past end of file",
-                                 expected=f"{size} bytes", found=f"{max(0, file_size - off - BLOCK)} bytes")
-        if flag == ord("L"):
-            pending_long = mm[off + BLOCK : data_end].split(b"\0", 1)[0]
-        elif flag in (ord("x"), ord("g")):
-            records = parse_pax(mm[off + BLOCK : data_end], path, off + BLOCK)
-            (pending_pax if flag == ord("x") else global_pax).update(records)
-            if flag == ord("x") and "size" in records:
-                pending_pax_at = off + BLOCK
-        elif flag == ord("K"):
-            pass
-        else:
-            if flag in _REGULAR:
-                name = header_name(mm, off)
-                pax_path = pending_pax.get("path", global_pax.get("path"))
-                full = pax_path if pax_path is not None else pending_long if pending_long is not None else name
-                raw_field = header[:NAME_LEN]
-                if full != raw_field.split(b"\0", 1)[0]:
-                    full_names[len(offsets)] = full
-                offsets.append(off)
-                sizes.append(size)
-                fields.append(raw_field)
-            else:
-                skipped += 1
-            pending_long, pending_pax = None, {}
-            off = data_end + (-size % BLOCK)
-            reporter.update(off)
-            continue
-        skipped += 1
-        off = data_end + (-size % BLOCK)
-    name_fields = crop_names(np.frombuffer(b"".join(fields), np.uint8).reshape(len(fields), NAME_LEN))
-    return TarScan(path, file_size, np.array(offsets, np.int64), np.array(sizes, np.int64), name_fields,
-                   full_names, off, skipped, method="sequential")

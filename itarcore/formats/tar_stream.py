@@ -38,9 +38,10 @@ import numpy as np
 from ..errors import TruncatedError
 from ..progress import CancelToken, ProgressCallback, ProgressReporter
 from .read_plan import FIRST_READ, GROWTH, PROBE_SIZE, ReadPlan
-from .tar import _REGULAR, _ZERO_BLOCK, TarScan, _empty, _scan_sequential, _stack_names, block_candidates, crop_names
+from .tar import _REGULAR, _ZERO_BLOCK, TarScan, _empty, _stack_names, block_candidates, crop_names
 from .tar_fields import BLOCK
 from .tar_names import header_name
+from .tar_sequential import scan_sequential
 
 _SPECIAL = (ord("L"), ord("K"), ord("x"), ord("g"))  # records that change the next member's name or size
 
@@ -120,7 +121,7 @@ def scan_tar_stream(reader: BlockReader, progress: ProgressCallback | None = Non
         return _empty(reader.name, 0)
     scan = _chain_scan(reader, reporter)
     if scan is None:
-        scan = _scan_sequential(reader, reader.name, reader.size, reporter)
+        scan = scan_sequential(reader, reader.name, reader.size, reporter)
     reporter.finish()
     return scan
 
