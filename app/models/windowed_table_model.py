@@ -25,7 +25,6 @@ within half a margin of its edge, so scrolling within the margin never waits, an
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +32,12 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QThreadPool, Signal
 
 from app.models.cell_reads import cell_formatter, read_block_job, resolve, resolve_job
+from app.models.lazy_values import LazyValues
 from app.models.row_block import RowBlock, block_resident, mapped_columns, read_block
 from app.workers import JobWorker
 from itarcore.document import Column, Table
 
 WINDOW = 20_000  # rows Qt sees: its headers do O(window) work on every layout change
-LAZY_CACHE_LIMIT = 500_000  # resolved lazy values kept (and searchable by the substring filter)
 MARGIN_SCREENS = 3  # screens of rows read ahead above and below the screen
 
 _NUMERIC = {"int", "hex", "size", "float"}
@@ -78,12 +77,9 @@ class WindowedTableModel(QAbstractTableModel):
         self._columns: list[Column] = list(table.columns)
         self._formatters: list[Callable[[Any], str]] = [cell_formatter(c) for c in self._columns]
         self._align = [_RIGHT if c.kind in _NUMERIC else _LEFT for c in self._columns]
-        self._lazy: dict[int, OrderedDict[int, Any]] = {
-            i: OrderedDict() for i, c in enumerate(self._columns) if c.lazy
-        }
+        self._lazy = LazyValues(self._columns)
         self.fetch_in_background = False
         self.cell_tooltips = False  # the grid turns on tooltips with the full value of each cell
-        self._fetching: dict[int, set[int]] = {i: set() for i in self._lazy}  # source rows being read
         self._fetch_pool: QThreadPool | None = None  # one private thread: never queued behind a long sort
         self._fetch_workers: dict[int, JobWorker] = {}  # running reads by serial number
         self._fetch_serial = 0
@@ -308,20 +304,13 @@ class WindowedTableModel(QAbstractTableModel):
         if src in cache:
             return cache[src]
         rows = self._rows_around(view_row)
-        self._store(col, rows, resolve(self._columns[col], rows))
+        self._lazy.store(col, rows, resolve(self._columns[col], rows))
         return cache.get(src)
 
     def _rows_around(self, view_row: int) -> np.ndarray:
         """The source rows from ``view_row`` on that the viewport is about to paint: one call for all."""
         stop = min(self.n_view, view_row + self.lazy_chunk)
         return self.source_rows(np.arange(view_row, stop, dtype=np.int64))
-
-    def _store(self, col: int, rows: np.ndarray, values: list[Any]) -> None:
-        cache = self._lazy[col]
-        for r, v in zip(rows.tolist(), values):
-            cache[r] = v
-        while len(cache) > LAZY_CACHE_LIMIT:
-            cache.popitem(last=False)
 
     def _display_lazy(self, col: int, view_row: int) -> str:
         """The painted text of a lazy cell: cached, or read by a worker (PENDING meanwhile)."""
@@ -332,14 +321,12 @@ class WindowedTableModel(QAbstractTableModel):
         if src in cache:
             value = cache[src]
             return "" if value is None else self._formatters[col](value)
-        if src not in self._fetching[col]:
-            rows = np.asarray([r for r in self._rows_around(view_row).tolist()
-                               if r not in cache and r not in self._fetching[col]], dtype=np.int64)
-            self._fetch(col, rows)
+        if src not in self._lazy.reading[col]:
+            self._fetch(col, self._lazy.unasked(col, self._rows_around(view_row)))
         return PENDING
 
     def _fetch(self, col: int, rows: np.ndarray) -> None:
-        self._fetching[col].update(rows.tolist())
+        self._lazy.reading[col].update(rows.tolist())
         self._start_fetch(resolve_job, self._fetched, col, self._columns[col], rows)
 
     def _start_fetch(self, job: Callable[..., Any], on_result: Callable[[Any], None], *args: Any) -> None:
@@ -358,8 +345,8 @@ class WindowedTableModel(QAbstractTableModel):
     def _fetched(self, result: tuple[int, int, np.ndarray, list[Any]]) -> None:
         serial, col, rows, values = result
         self._fetch_workers.pop(serial, None)
-        self._fetching[col].difference_update(rows.tolist())
-        self._store(col, rows, values)
+        self._lazy.reading[col].difference_update(rows.tolist())
+        self._lazy.store(col, rows, values)
         if self.window_rows:
             self.dataChanged.emit(self.index(0, col), self.index(self.window_rows - 1, col))
         self.lazyFetched.emit()
