@@ -274,12 +274,12 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
 
     ``read``: the keys as :func:`first_window` kept them (``keep``), so the column is not read again.
 
-    Keys (floats as int64 that keep their order) are read from the column once. Where a key's range and a row's position fit in
-    64 bits together (sizes, offsets, codes: nearly always), each row becomes one packed uint64
-    sorted in place by :func:`_sort_packed`: 8 bytes a row in all. Otherwise (hashes, floats as int64)
-    a sample sort: splitters from a sample cut the keys into ``buckets`` ranges; one pass notes
-    each row's bucket (one byte a row), then the buckets are gathered and sorted in two threads
-    and written side by side into the order array.
+    Keys (floats as int64 that keep their order) are read from the column once. Where a key's range
+    and a row's position fit in 64 bits together (sizes, offsets, codes: nearly always), each row
+    becomes one packed uint64 sorted in place by :func:`_sort_packed`: 8 bytes a row in all.
+    Otherwise (hashes, most floats) a sample sort of the keys in memory: splitters from a sample
+    cut the keys into ``buckets`` ranges; one pass notes each row's bucket (one byte a row), then
+    the buckets are gathered and sorted in two threads and written side by side into the order array.
     """
     sk = SortKeys(table, key, rows)
     n = sk.n
@@ -293,32 +293,32 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
         if progress is not None:
             progress(Progress(done, total, "steps", message=f"sorting by {key.column}: {what}"))
 
-    source: Callable[[np.ndarray | None, int, int], np.ndarray] = \
-        lambda pos, i0, i1: sk.keys(i0, i1) if pos is None else sk.keys_at(pos)
-    if n:
-        reading = 0 if read is not None else len(spans)  # progress steps
-        steps = reading + 1 + parts
-        read = read if read is not None else _keys_in_memory(sk, spans, report, steps)
-        if (read.hi - read.lo).bit_length() + pos_bits <= 64:
-            order = _sort_packed(read.packed(pos_bits, spans), pos_bits, parts,
-                                 lambda done, what: report(reading + done, steps, what))
-            return order if rows is None else np.take(rows, order)
-        keys = read.keys  # too wide to pack (a hash): the sample sort below takes the keys from memory
-        source = lambda pos, i0, i1: keys[i0:i1] if pos is None else keys[pos]
+    if not n:
+        report(1, 1, "sorted")
+        order = np.zeros(0, np.int64)
+        return order if rows is None else rows[order]
+    reading = 0 if read is not None else len(spans)  # progress steps
+    steps = reading + 1 + parts
+    read = read if read is not None else _keys_in_memory(sk, spans, report, steps)
+    if (read.hi - read.lo).bit_length() + pos_bits <= 64:
+        order = _sort_packed(read.packed(pos_bits, spans), pos_bits, parts,
+                             lambda done, what: report(reading + done, steps, what))
+        return order if rows is None else np.take(rows, order)
+    keys = read.keys  # too wide to pack (a hash, a float): a sample sort of the keys in memory
     if n <= SMALL or buckets <= 1:
-        order = np.argsort(source(None, 0, n), kind="stable")
+        order = np.argsort(keys, kind="stable")
         report(1, 1, "sorted")
         return order if rows is None else rows[order]
 
     sample_pos = np.unique(np.random.default_rng(n).integers(0, n, min(n, 64 * buckets * 64)))
-    sample = np.sort(source(sample_pos, 0, 0))
+    sample = np.sort(keys[sample_pos])
     splitters = sample[(np.arange(1, buckets) * len(sample)) // buckets]
     bucket_of = np.empty(n, dtype=np.uint8)
     steps = len(spans) + buckets
 
     def mark(ix: int) -> None:
         i0, i1 = spans[ix]
-        bucket_of[i0:i1] = np.searchsorted(splitters, source(None, i0, i1), side="right")
+        bucket_of[i0:i1] = np.searchsorted(splitters, keys[i0:i1], side="right")
         report(ix + 1, steps, "splitting")
 
     _parallel(mark, list(range(len(spans))))
@@ -334,7 +334,7 @@ def full_order(table: Table, key: SortKey, rows: np.ndarray | None,
             cancel.raise_if_cancelled()
         pos = np.flatnonzero(bucket_of == b)  # ascending: ties keep their row order
         if len(pos):
-            order[starts[b] : starts[b + 1]] = pos[np.argsort(source(pos, 0, 0), kind="stable")]
+            order[starts[b] : starts[b + 1]] = pos[np.argsort(keys[pos], kind="stable")]
         done[0] += 1
         report(done[0], steps, "sorting")
 
