@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-PAGE = mmap.PAGESIZE
+from .buffers import PAGE
+
 MADV_WILLNEED = 3
 MADV_DONTNEED = 4
 MADV_POPULATE_READ = 22  # Linux 5.14+; an older kernel answers EINVAL
